@@ -1,0 +1,106 @@
+// ArchConfig: every hardware parameter the model reads, with the presets built from the public
+// Neuron documentation. Source keys (A1, A2, D2, I1, X1, ...) refer to
+// ../shared/reference/trainium.md; "assumption" marks a value no public page gives (see
+// docs/architecture.md, "Assumptions").
+//
+// ArchConfig lives in isa/ rather than sim/ (where the design brief puts presets) because
+// validation (isa/), lowering (workloads/) and the models all read it, and dependencies must
+// point one way: isa <- models <- sim, isa <- workloads <- sim.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace trnsim::isa {
+
+enum class Engine : uint8_t { tensor = 0, vector = 1, scalar = 2, gpsimd = 3, sync = 4 };
+constexpr int kEngineCount = 5;
+constexpr std::array<Engine, kEngineCount> kAllEngines = {Engine::tensor, Engine::vector,
+                                                          Engine::scalar, Engine::gpsimd,
+                                                          Engine::sync};
+constexpr int index_of(Engine e) { return static_cast<int>(e); }
+// The profiler's names: TensorE, VectorE, ScalarE, GpSimdE, SyncE.
+std::string_view name_of(Engine e);
+// Short names used in stats.json keys, as the profiler's metric names spell them
+// (tensor_engine_active_time, ...): tensor, vector, scalar, gpsimd, sync.
+std::string_view key_of(Engine e);
+std::optional<Engine> parse_engine(std::string_view name);
+
+struct ArchConfig {
+  std::string name;
+
+  // Engine clocks in MHz, indexed by Engine.
+  std::array<uint32_t, kEngineCount> engine_mhz{};
+  // The profiler's "NeuronCore base clock": cycle counts in its summary use it (X1).
+  uint32_t base_mhz = 0;
+
+  // On-chip memories.
+  uint32_t partitions = 128;                 // A1, A2: 128 partitions
+  uint64_t sbuf_partition_bytes = 0;         // per preset
+  uint64_t psum_partition_bytes = 16 * 1024; // A1: 16 KiB per partition
+  uint32_t psum_banks = 8;                   // A1: 8 banks of 2 KiB per partition
+
+  // TensorE.
+  uint32_t pe_rows = 128;          // A1: 128x128 PE array (contraction over partitions)
+  uint32_t pe_columns = 128;       // A1: stationary at most 128 columns
+  uint32_t matmul_moving_max = 512;// I1: moving free size at most 512 (one PSUM bank of fp32)
+  uint32_t matmul_fp32_factor = 4; // I1: fp32 matmul costs 4x
+
+  // Instruction costs (I1).
+  uint32_t min_ii_cycles = 64;  // I1: MIN_II, about 64 cycles of the engine that runs it
+  // A1: "small or dependent back-to-back instructions pay about 100 cycles of static overhead"
+  // (quoted for VectorE; applied to every engine for an instruction that carries a semaphore
+  // wait: assumption).
+  uint32_t dependent_overhead_cycles = 100;
+  // Cycles the issuing engine spends on a DMA trigger instruction. Assumption: one MIN_II; the
+  // descriptors are prepared ahead, as the compiler does on v2.
+  uint32_t dma_trigger_cycles = 64;
+  uint32_t sbuf_free_elements_max = 65536;  // section 4: Vector/Scalar free size from SBUF
+  uint32_t psum_free_elements_max = 4096;   // section 4: ... and from PSUM
+
+  // DMA (D1, D2).
+  uint32_t dma_engines = 16;             // D1: 16 DMA engines per core
+  uint32_t dma_queues_per_engine = 16;   // D1: 16 queues per engine
+  uint32_t dma_partitions_per_engine = 8;// D1: usually 8 partitions per engine (128 / 16)
+  double dma_engine_bytes_per_ns = 27.0; // D2: 27 GB/s per engine, theoretical (v2/v3)
+  // Fixed cost of one descriptor (one contiguous element run) on a DMA engine. Assumption,
+  // derived from D2's component-level figures: with 27 B/ns, 27 ns per descriptor makes a
+  // 4 KiB run reach 85% of peak (D2's sustained 23 of 27 B/ns), 2 KiB 74%, and a 256 B run
+  // 26% ("badly overhead-bound").
+  double dma_descriptor_overhead_ns = 27.0;
+  // D2: about 1.3 us from a cross-engine semaphore to the DMA starting. Modelled as a pipeline
+  // latency from the trigger to the first byte: it does not occupy the DMA engines.
+  double dma_start_latency_ns = 1300.0;
+
+  // HBM, first model: a per-core share of the chip's bandwidth, a fixed access latency.
+  uint64_t hbm_capacity_bytes = 0;  // per preset: the chip's HBM over its cores
+  double hbm_bytes_per_ns = 0;      // per preset: the chip's HBM bandwidth over its cores
+  double hbm_latency_ns = 100.0;    // assumption: typical HBM2e/HBM3 random access ~100 ns
+
+  uint32_t semaphores = 64;  // section 6: count not public; assumption
+  uint32_t dma_queues = 16;  // DMA queues a program may name; D1 gives 16 per engine
+
+  uint32_t mhz(Engine e) const { return engine_mhz[index_of(e)]; }
+  // DMA engines a transfer over `partitions` partitions is spread across (D1): one per
+  // dma_partitions_per_engine partitions, at most all of them. The queue's semaphore rises by
+  // this number when the transfer completes.
+  uint32_t dma_engines_for(uint32_t partitions) const {
+    const uint32_t n = (partitions + dma_partitions_per_engine - 1) / dma_partitions_per_engine;
+    return n < dma_engines ? (n == 0 ? 1 : n) : dma_engines;
+  }
+  uint64_t sbuf_bytes() const { return sbuf_partition_bytes * partitions; }
+  // Dense TensorE peak in FLOP/s for bf16: rows x columns x 2 FLOP x clock ([inferred] A1).
+  double tensor_peak_flops_bf16() const {
+    return 2.0 * pe_rows * pe_columns * mhz(Engine::tensor) * 1e6;
+  }
+};
+
+ArchConfig trn1();
+ArchConfig trn2();
+std::optional<ArchConfig> preset(std::string_view name);
+std::string preset_names();  // "trn1, trn2"
+
+}  // namespace trnsim::isa

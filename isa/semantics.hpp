@@ -1,0 +1,40 @@
+// What each instruction computes: the functional half of the model, in plain C++ with Eigen.
+// Values are computed in fp32 and rounded to the destination's dtype when written, as the
+// engines do (bf16 round-to-nearest-even).
+#pragma once
+
+#include <Eigen/Core>
+#include <cstdint>
+#include <vector>
+
+#include "isa/arch.hpp"
+#include "isa/instruction.hpp"
+
+namespace trnsim::isa {
+
+// The contents of one NeuronCore's SBUF and PSUM and of the program's HBM tensors.
+struct MemoryImage {
+  uint32_t partitions = 0;
+  uint64_t sbuf_partition_bytes = 0;
+  uint64_t psum_partition_bytes = 0;
+  std::vector<uint8_t> sbuf;
+  std::vector<uint8_t> psum;
+  std::vector<uint8_t> hbm;
+
+  MemoryImage(const ArchConfig& arch, uint64_t dram_bytes);
+  // Address of element 0 of partition row `p` (0-based within the pattern).
+  uint8_t* row(const AccessPattern& ap, uint32_t p);
+  const uint8_t* row(const AccessPattern& ap, uint32_t p) const;
+};
+
+// partitions x free elements, row-major, one row per partition.
+using Tile = Eigen::Array<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+
+Tile read(const MemoryImage& mem, const AccessPattern& ap);
+// Writes `t` (rounded to ap.dtype) through the access pattern.
+void write(MemoryImage& mem, const AccessPattern& ap, const Tile& t);
+
+// Applies the instruction's effect to `mem`. The instruction must have passed validate().
+void execute(const Instruction& in, MemoryImage& mem);
+
+}  // namespace trnsim::isa

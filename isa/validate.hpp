@@ -1,0 +1,30 @@
+// Checks a Program against the rules of the hardware before anything runs: partition rules,
+// access-pattern bounds, memory capacities, operand shapes, engines, semaphores and queues.
+#pragma once
+
+#include <stdexcept>
+#include <string>
+
+#include "isa/arch.hpp"
+#include "isa/program.hpp"
+
+namespace trnsim::isa {
+
+class ValidationError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+// Throws ValidationError naming the engine, the instruction index in its stream, the operand
+// and the rule that failed.
+void validate(const Program& program, const ArchConfig& arch);
+
+// The rule for one access pattern alone; returns an empty string when it holds.
+std::string check_access_pattern(const AccessPattern& ap, const ArchConfig& arch,
+                                 uint64_t dram_bytes);
+
+// Partition start rule (section 4): 65-128 partitions start at 0; 33-64 at 0 or 64;
+// 32 or fewer at 0, 32, 64 or 96.
+bool partition_start_allowed(uint32_t start, uint32_t count);
+
+}  // namespace trnsim::isa

@@ -1,0 +1,28 @@
+// Instruction cost: plain functions of (instruction, arch), no SystemC. The formulas are the
+// documented per-instruction estimates (fact sheet section 5, source I1); each rule has a
+// contract test in tests/contract/ named after it.
+#pragma once
+
+#include "isa/arch.hpp"
+#include "isa/instruction.hpp"
+#include "isa/units.hpp"
+
+namespace trnsim::models {
+
+// Cycles of the instruction's engine from the start of the instruction to the point where the
+// engine can start the next one (the "back to back" cost of I1), including the static
+// overhead of a dependent instruction.
+Cycles instruction_cycles(const isa::Instruction& in, const isa::ArchConfig& arch);
+
+// The same in picoseconds of the instruction's engine clock.
+Picoseconds instruction_time(const isa::Instruction& in, const isa::ArchConfig& arch);
+
+// True when tensor_tensor takes the documented fast path: inputs in SBUF (or one in PSUM and
+// one in SBUF), all operands bf16, op add/subtract/multiply, innermost stride 1.
+bool tensor_tensor_fast_path(const isa::Instruction& in);
+
+// Floating-point operations the instruction performs (matmul: 2 x K x M x N; elementwise: one
+// per output element per op). DMA moves bytes and does no FLOPs.
+uint64_t instruction_flops(const isa::Instruction& in);
+
+}  // namespace trnsim::models

@@ -1,0 +1,124 @@
+#include "models/neuroncore/neuroncore.hpp"
+
+#include <fmt/format.h>
+
+#include "models/neuroncore/cost.hpp"
+#include "models/neuroncore/simulate.hpp"
+
+namespace trnsim::models {
+
+EngineModule::EngineModule(sc_core::sc_module_name name, isa::Engine engine, NeuronCore& core)
+    : sc_module(name), engine_(engine), core_(core) {
+  const auto& stream = core.program.stream(engine);
+  cost_.reserve(stream.size());
+  for (const auto& in : stream) cost_.push_back(instruction_time(in, core.arch));
+  SC_THREAD(run);
+}
+
+bool EngineModule::finished() const { return next_ == core_.program.stream(engine_).size(); }
+
+void EngineModule::run() {
+  const auto& stream = core_.program.stream(engine_);
+  for (next_ = 0; next_ < stream.size(); ++next_) {
+    const isa::Instruction& in = stream[next_];
+    InstructionRecord r;
+    r.engine = engine_;
+    r.index = static_cast<uint32_t>(next_);
+    r.ready = now();
+    for (const isa::SemaphoreWait& w : in.waits) {
+      while (core_.semaphores.value(w.semaphore) < w.value) {
+        blocked_ = &w;
+        r.blocked_on = w.semaphore;
+        wait(core_.semaphores.event(w.semaphore));
+      }
+    }
+    blocked_ = nullptr;
+    r.start = now();
+    wait(to_sc_time(cost_[next_]));
+    if (in.opcode == isa::Opcode::dma_copy) {
+      const DmaPlan& plan = core_.plan_of(engine_, next_);
+      QueuedTransfer t{&in, r.index, now(), core_.dma_engines.schedule(plan, now(), core_.hbm),
+                       &plan};
+      core_.queues[in.dma_queue]->push(t);
+    } else if (core_.memory != nullptr) {
+      isa::execute(in, *core_.memory);
+    }
+    for (const isa::SemaphoreUpdate& u : in.updates) core_.semaphores.apply(u);
+    r.end = now();
+    r.cycles = instruction_cycles(in, core_.arch);
+    core_.sink.on_instruction(r);
+  }
+}
+
+NeuronCore::NeuronCore(sc_core::sc_module_name name, const isa::Program& program_,
+                       const isa::ArchConfig& arch_, isa::MemoryImage* memory_, EventSink& sink_)
+    : sc_module(name),
+      program(program_),
+      arch(arch_),
+      memory(memory_),
+      sink(sink_),
+      semaphores(program_.semaphores.size()),
+      hbm(arch_),
+      dma_engines(arch_) {
+  for (isa::Engine e : isa::kAllEngines) {
+    plan_base_[isa::index_of(e)] = dma_plans.size();
+    for (const auto& in : program.stream(e)) {
+      dma_plans.push_back(in.opcode == isa::Opcode::dma_copy ? plan_transfer(in, arch)
+                                                             : DmaPlan{});
+    }
+  }
+  for (size_t q = 0; q < program.queues.size(); ++q) {
+    queues.push_back(std::make_unique<DmaQueueModule>(
+        fmt::format("queue{}", q).c_str(), static_cast<uint16_t>(q), program.queues[q],
+        semaphores, memory, sink));
+  }
+  for (isa::Engine e : isa::kAllEngines) {
+    engines.push_back(std::make_unique<EngineModule>(std::string(isa::key_of(e)).c_str(), e, *this));
+  }
+}
+
+const DmaPlan& NeuronCore::plan_of(isa::Engine e, size_t index) const {
+  return dma_plans[plan_base_[isa::index_of(e)] + index];
+}
+
+std::string NeuronCore::deadlock_report() const {
+  std::string out;
+  for (const auto& eng : engines) {
+    if (eng->finished()) continue;
+    const auto& in = program.stream(eng->engine())[eng->next()];
+    out += fmt::format("  {} stopped at instruction {} ({}{})", isa::name_of(eng->engine()),
+                       eng->next(), isa::name_of(in.opcode),
+                       in.label.empty() ? "" : fmt::format(" '{}'", in.label));
+    if (const isa::SemaphoreWait* w = eng->blocked_on()) {
+      out += fmt::format(": waits for semaphore {} ({}) to reach {}; it holds {}", w->semaphore,
+                         program.semaphores[w->semaphore].name, w->value,
+                         semaphores.value(w->semaphore));
+    }
+    out += "\n";
+  }
+  return out;
+}
+
+namespace {
+bool g_simulated = false;
+}
+
+SimulationResult simulate(const isa::Program& program, const isa::ArchConfig& arch,
+                          isa::MemoryImage* memory, EventSink& sink) {
+  if (g_simulated) {
+    throw std::logic_error("SystemC allows one simulation per process; run another process");
+  }
+  g_simulated = true;
+  NeuronCore core("nc0", program, arch, memory, sink);
+  sc_core::sc_start();  // returns when no event is left: every stream done, or a deadlock
+  SimulationResult result;
+  result.end_time = now();
+  result.deadlock = core.deadlock_report();
+  result.completed = result.deadlock.empty();
+  for (const auto& q : core.queues) {
+    if (q->pending() != 0) result.completed = false;
+  }
+  return result;
+}
+
+}  // namespace trnsim::models

@@ -1,0 +1,69 @@
+// The NeuronCore top (SystemC): five engines, each an SC_THREAD running its in-order stream,
+// the semaphores between them, the DMA queues and engines, and HBM.
+#pragma once
+
+#include <systemc>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "isa/program.hpp"
+#include "isa/semantics.hpp"
+#include "models/dma/dma_queue.hpp"
+#include "models/dma/dma_timing.hpp"
+#include "models/events.hpp"
+#include "models/hbm/hbm.hpp"
+#include "models/neuroncore/semaphores.hpp"
+
+namespace trnsim::models {
+
+class NeuronCore;
+
+// One engine's sequencer: per instruction, wait for its semaphores, wait once for its cost,
+// apply its effect, then update its semaphores.
+class EngineModule : public sc_core::sc_module {
+ public:
+  SC_HAS_PROCESS(EngineModule);
+  EngineModule(sc_core::sc_module_name name, isa::Engine engine, NeuronCore& core);
+
+  isa::Engine engine() const { return engine_; }
+  size_t next() const { return next_; }  // index of the instruction not yet finished
+  bool finished() const;
+  // What the engine is blocked on when it cannot go on (for deadlock reports).
+  const isa::SemaphoreWait* blocked_on() const { return blocked_; }
+
+ private:
+  void run();
+
+  isa::Engine engine_;
+  NeuronCore& core_;
+  std::vector<Picoseconds> cost_;  // per instruction, computed before the run
+  size_t next_ = 0;
+  const isa::SemaphoreWait* blocked_ = nullptr;
+};
+
+class NeuronCore : public sc_core::sc_module {
+ public:
+  NeuronCore(sc_core::sc_module_name name, const isa::Program& program,
+             const isa::ArchConfig& arch, isa::MemoryImage* memory, EventSink& sink);
+
+  const isa::Program& program;
+  const isa::ArchConfig& arch;
+  isa::MemoryImage* memory;
+  EventSink& sink;
+  SemaphoreFile semaphores;
+  HbmModel hbm;
+  DmaEngineSet dma_engines;
+  std::vector<DmaPlan> dma_plans;  // per engine stream position, filled for DMA instructions
+  std::vector<std::unique_ptr<DmaQueueModule>> queues;
+  std::vector<std::unique_ptr<EngineModule>> engines;
+
+  const DmaPlan& plan_of(isa::Engine e, size_t index) const;
+  std::string deadlock_report() const;
+
+ private:
+  std::array<size_t, isa::kEngineCount> plan_base_{};
+};
+
+}  // namespace trnsim::models

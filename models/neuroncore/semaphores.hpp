@@ -1,0 +1,43 @@
+// The core's hardware semaphores: a value and an event per semaphore. Waiting checks the
+// condition first, then waits on the event, in a loop (design brief).
+#pragma once
+
+#include <systemc>
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "isa/instruction.hpp"
+
+namespace trnsim::models {
+
+class SemaphoreFile {
+ public:
+  explicit SemaphoreFile(size_t count)
+      : values_(count, 0), events_(std::make_unique<sc_core::sc_event[]>(count)) {}
+
+  int64_t value(uint16_t id) const { return values_[id]; }
+  sc_core::sc_event& event(uint16_t id) { return events_[id]; }
+
+  void apply(const isa::SemaphoreUpdate& u) {
+    values_[u.semaphore] =
+        u.kind == isa::SemaphoreUpdateKind::set ? u.value : values_[u.semaphore] + u.value;
+    // Delta notification: every waiter sees the new value in the same simulated instant, in an
+    // order that does not depend on who was notified first.
+    events_[u.semaphore].notify(sc_core::SC_ZERO_TIME);
+  }
+
+ private:
+  std::vector<int64_t> values_;
+  std::unique_ptr<sc_core::sc_event[]> events_;
+};
+
+inline sc_core::sc_time to_sc_time(Picoseconds t) {
+  return sc_core::sc_time::from_value(static_cast<sc_dt::uint64>(t.value));
+}
+inline Picoseconds now() {
+  return Picoseconds(static_cast<int64_t>(sc_core::sc_time_stamp().value()));
+}
+
+}  // namespace trnsim::models

@@ -1,0 +1,128 @@
+#include "sim/run.hpp"
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include <cmath>
+#include <iostream>
+
+#include "isa/validate.hpp"
+#include "models/neuroncore/simulate.hpp"
+#include "sim/output_file.hpp"
+#include "sim/stats.hpp"
+#include "sim/summary.hpp"
+#include "sim/trace_writer.hpp"
+#include "workloads/lowering.hpp"
+
+namespace trnsim::sim {
+
+namespace {
+
+// Forwards every record to the statistics and the trace.
+class Fanout : public models::EventSink {
+ public:
+  Fanout(models::EventSink& a, models::EventSink& b) : a_(a), b_(b) {}
+  void on_instruction(const models::InstructionRecord& r) override {
+    a_.on_instruction(r);
+    b_.on_instruction(r);
+  }
+  void on_transfer(const models::TransferRecord& r) override {
+    a_.on_transfer(r);
+    b_.on_transfer(r);
+  }
+
+ private:
+  models::EventSink& a_;
+  models::EventSink& b_;
+};
+
+void load_inputs(const workloads::LoweredKernel& k, isa::MemoryImage& mem) {
+  for (const auto& t : k.inputs) {
+    const isa::DramTensor* d = k.program.find_dram_tensor(t.name);
+    uint8_t* p = mem.hbm.data() + d->address;
+    for (float v : t.values) {
+      isa::store_element(t.dtype, p, v);
+      p += isa::size_of(t.dtype);
+    }
+  }
+}
+
+CheckResult check_outputs(const workloads::LoweredKernel& k, const isa::MemoryImage& mem) {
+  CheckResult c;
+  c.tolerance = k.tolerance;
+  c.status = CheckResult::Status::pass;
+  for (const auto& expected : k.expected) {
+    const isa::DramTensor* d = k.program.find_dram_tensor(expected.name);
+    const uint8_t* p = mem.hbm.data() + d->address;
+    for (float want : expected.values) {
+      const double got = isa::load_element(d->dtype, p);
+      p += isa::size_of(d->dtype);
+      const double err = std::abs(got - want);
+      ++c.elements;
+      c.max_abs_error = std::max(c.max_abs_error, err);
+      if (std::abs(want) > 1e-6) c.max_rel_error = std::max(c.max_rel_error, err / std::abs(want));
+      // A NaN in the output fails the comparison below and so counts as a mismatch.
+      if (!(err <= k.tolerance.atol + k.tolerance.rtol * std::abs(want))) ++c.mismatches;
+    }
+  }
+  if (c.mismatches > 0) c.status = CheckResult::Status::fail;
+  return c;
+}
+
+}  // namespace
+
+int run(const RunOptions& o) {
+  try {
+    const auto arch = isa::preset(o.arch);
+    if (!arch) {
+      spdlog::error("--arch {}: unknown preset; expected one of {}", o.arch, isa::preset_names());
+      return kBadInput;
+    }
+    const workloads::Workload w = workloads::load_workload(o.workload);
+    const workloads::LoweredKernel k = workloads::lower(w, *arch, !o.timing_only);
+    try {
+      isa::validate(k.program, *arch);
+    } catch (const isa::ValidationError& e) {
+      spdlog::error("{}: the lowered program is invalid: {}", o.workload, e.what());
+      return kBadInput;
+    }
+
+    std::unique_ptr<isa::MemoryImage> memory;
+    if (!o.timing_only) {
+      memory = std::make_unique<isa::MemoryImage>(*arch, k.program.dram_bytes());
+      load_inputs(k, *memory);
+    }
+
+    make_output_directory(o.out);
+    StatsCollector stats(k.program, *arch);
+    TraceWriter trace(o.out + "/trace.json", k.program, *arch);
+    Fanout sink(stats, trace);
+    const models::SimulationResult result =
+        models::simulate(k.program, *arch, memory.get(), sink);
+    if (!result.completed) {
+      spdlog::error("{}: the program deadlocked at {:.3f} us; engines still waiting:\n{}",
+                    o.workload, result.end_time.us(), result.deadlock);
+      return kBadInput;
+    }
+
+    RunReport report{w, *arch, k, stats, result.end_time, o.timing_only, {}, o.out};
+    if (memory) report.check = check_outputs(k, *memory);
+
+    OutputFile stats_file(o.out + "/stats.json");
+    stats_file.write(stats_json(report).dump(2) + "\n");
+    trace.commit();
+    stats_file.commit();
+    std::cout << summary_text(report) << std::flush;
+    return report.check.status == CheckResult::Status::fail ? kCheckFailed : kSuccess;
+  } catch (const workloads::WorkloadError& e) {
+    spdlog::error("{}", e.what());
+  } catch (const OutputError& e) {
+    spdlog::error("{}", e.what());
+  } catch (const std::bad_alloc&) {
+    spdlog::error("{}: out of host memory; try --timing-only, which keeps no tensor data",
+                  o.workload);
+  }
+  return kBadInput;
+}
+
+}  // namespace trnsim::sim

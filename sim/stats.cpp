@@ -1,0 +1,66 @@
+#include "sim/stats.hpp"
+
+#include <algorithm>
+
+#include "models/neuroncore/cost.hpp"
+
+namespace trnsim::sim {
+
+StatsCollector::StatsCollector(const isa::Program& program, const isa::ArchConfig& arch)
+    : program_(program), arch_(arch) {}
+
+void StatsCollector::count(const isa::AccessPattern& ap, bool write) {
+  if (!ap.present()) return;
+  MemoryTraffic& t = traffic_[static_cast<int>(ap.memory)];
+  (write ? t.written : t.read) += ap.bytes();
+}
+
+void StatsCollector::on_instruction(const models::InstructionRecord& r) {
+  const isa::Instruction& in = program_.stream(r.engine)[r.index];
+  EngineStats& s = engines_[isa::index_of(r.engine)];
+  ++s.instructions;
+  s.active = s.active + (r.end - r.start);
+  s.semaphore_wait = s.semaphore_wait + (r.start - r.ready);
+  s.flops += models::instruction_flops(in);
+  if (in.opcode == isa::Opcode::dma_copy) return;  // counted when the transfer completes
+  count(in.src[0], false);
+  count(in.src[1], false);
+  count(in.scale.per_partition, false);
+  count(in.bias.per_partition, false);
+  count(in.operand0.per_partition, false);
+  count(in.operand1.per_partition, false);
+  // A matmul that accumulates reads PSUM as well as writing it.
+  if (in.opcode == isa::Opcode::matmul && !in.accumulate_start) count(in.dst, false);
+  count(in.dst, true);
+  count(in.accumulate, true);
+}
+
+void StatsCollector::on_transfer(const models::TransferRecord& r) {
+  const isa::Instruction& in = program_.stream(r.issuer)[r.index];
+  ++transfers_;
+  dma_bytes_ += r.bytes;
+  count(in.src[0], false);
+  count(in.dst, true);
+  if (!dma_intervals_.empty() && r.start <= dma_intervals_.back().second) {
+    auto& last = dma_intervals_.back();
+    last.first = std::min(last.first, r.start);
+    last.second = max(last.second, r.end);
+  } else {
+    dma_intervals_.emplace_back(r.start, r.end);
+  }
+}
+
+Picoseconds StatsCollector::dma_active() const {
+  auto v = dma_intervals_;
+  std::sort(v.begin(), v.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+  Picoseconds total;
+  Picoseconds covered_to;
+  for (const auto& [s, e] : v) {
+    const Picoseconds from = max(s, covered_to);
+    if (e > from) total = total + (e - from);
+    covered_to = max(covered_to, e);
+  }
+  return total;
+}
+
+}  // namespace trnsim::sim

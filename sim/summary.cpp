@@ -1,0 +1,212 @@
+#include "sim/summary.hpp"
+
+#include <fmt/format.h>
+
+namespace trnsim::sim {
+
+using nlohmann::json;
+
+namespace {
+
+std::string grouped(uint64_t v) {
+  std::string digits = std::to_string(v);
+  std::string out;
+  for (size_t i = 0; i < digits.size(); ++i) {
+    if (i > 0 && (digits.size() - i) % 3 == 0) out += ',';
+    out += digits[i];
+  }
+  return out;
+}
+
+std::string duration(Picoseconds t) {
+  if (t.value >= 1'000'000'000) return fmt::format("{:.2f} ms", t.value / 1e9);
+  if (t.value >= 1'000'000) return fmt::format("{:.1f} us", t.us());
+  return fmt::format("{:.1f} ns", t.ns());
+}
+
+std::string bytes_text(uint64_t b) {
+  if (b >= (1ULL << 30)) return fmt::format("{:.2f} GiB", b / double(1ULL << 30));
+  if (b >= (1ULL << 20)) return fmt::format("{:.1f} MiB", b / double(1ULL << 20));
+  if (b >= (1ULL << 10)) return fmt::format("{:.1f} KiB", b / double(1ULL << 10));
+  return fmt::format("{} B", b);
+}
+
+double percent(Picoseconds part, Picoseconds whole) {
+  return whole.value > 0 ? 100.0 * static_cast<double>(part.value) / whole.value : 0.0;
+}
+
+double seconds(Picoseconds t) { return static_cast<double>(t.value) * 1e-12; }
+
+json arch_json(const isa::ArchConfig& a) {
+  json clocks = json::object();
+  for (isa::Engine e : isa::kAllEngines) clocks[std::string(isa::key_of(e))] = a.mhz(e);
+  return {{"name", a.name},
+          {"engine_mhz", clocks},
+          {"base_mhz", a.base_mhz},
+          {"partitions", a.partitions},
+          {"sbuf_partition_bytes", a.sbuf_partition_bytes},
+          {"psum_partition_bytes", a.psum_partition_bytes},
+          {"psum_banks", a.psum_banks},
+          {"pe_rows", a.pe_rows},
+          {"pe_columns", a.pe_columns},
+          {"matmul_moving_max", a.matmul_moving_max},
+          {"matmul_fp32_factor", a.matmul_fp32_factor},
+          {"min_ii_cycles", a.min_ii_cycles},
+          {"dependent_overhead_cycles", a.dependent_overhead_cycles},
+          {"dma_trigger_cycles", a.dma_trigger_cycles},
+          {"dma_engines", a.dma_engines},
+          {"dma_queues_per_engine", a.dma_queues_per_engine},
+          {"dma_partitions_per_engine", a.dma_partitions_per_engine},
+          {"dma_engine_bytes_per_ns", a.dma_engine_bytes_per_ns},
+          {"dma_descriptor_overhead_ns", a.dma_descriptor_overhead_ns},
+          {"dma_start_latency_ns", a.dma_start_latency_ns},
+          {"hbm_capacity_bytes", a.hbm_capacity_bytes},
+          {"hbm_bytes_per_ns", a.hbm_bytes_per_ns},
+          {"hbm_latency_ns", a.hbm_latency_ns},
+          {"semaphores", a.semaphores}};
+}
+
+const char* status_name(CheckResult::Status s) {
+  switch (s) {
+    case CheckResult::Status::pass:
+      return "pass";
+    case CheckResult::Status::fail:
+      return "fail";
+    case CheckResult::Status::skipped:
+      return "skipped";
+  }
+  return "?";
+}
+
+}  // namespace
+
+json stats_json(const RunReport& r) {
+  const StatsCollector& s = r.stats;
+  json summary;
+  summary["total_time"] = seconds(r.total);
+  summary["total_time_ps"] = r.total.value;
+  summary["neuroncore_cycle_count"] = to_cycles(r.total, r.arch.base_mhz);
+  uint64_t hardware_flops = s.engine(isa::Engine::tensor).flops;
+  const double peak = r.arch.tensor_peak_flops_bf16() * seconds(r.total);
+  summary["model_flops"] = r.kernel.model_flops;
+  summary["hardware_flops"] = hardware_flops;
+  summary["mfu_estimated_percent"] = peak > 0 ? 100.0 * r.kernel.model_flops / peak : 0.0;
+  summary["hfu_estimated_percent"] = peak > 0 ? 100.0 * hardware_flops / peak : 0.0;
+  const uint64_t hbm_bytes =
+      s.traffic(isa::Memory::hbm).read + s.traffic(isa::Memory::hbm).written;
+  const double hbm_peak = r.arch.hbm_bytes_per_ns * r.total.ns();
+  summary["mbu_estimated_percent"] = hbm_peak > 0 ? 100.0 * hbm_bytes / hbm_peak : 0.0;
+  for (isa::Engine e : isa::kAllEngines) {
+    const EngineStats& es = s.engine(e);
+    const std::string k = fmt::format("{}_engine_", isa::key_of(e));
+    summary[k + "active_time"] = seconds(es.active);
+    summary[k + "active_time_percent"] = percent(es.active, r.total);
+    summary[k + "instruction_count"] = es.instructions;
+    summary[k + "semaphore_wait_time"] = seconds(es.semaphore_wait);
+  }
+  summary["dma_transfer_count"] = s.transfers();
+  summary["dma_transfer_bytes"] = s.dma_bytes();
+  summary["dma_transfer_average_bytes"] = s.transfers() ? s.dma_bytes() / s.transfers() : 0;
+  summary["dma_active_time"] = seconds(s.dma_active());
+  summary["dma_active_time_percent"] = percent(s.dma_active(), r.total);
+  summary["dma_achieved_bytes_per_second"] =
+      r.total.value > 0 ? s.dma_bytes() / seconds(r.total) : 0.0;
+  const std::pair<const char*, isa::Memory> memories[] = {
+      {"hbm", isa::Memory::hbm}, {"sbuf", isa::Memory::sbuf}, {"psum", isa::Memory::psum}};
+  for (const auto& [name, m] : memories) {
+    summary[fmt::format("{}_read_bytes", name)] = s.traffic(m).read;
+    summary[fmt::format("{}_write_bytes", name)] = s.traffic(m).written;
+  }
+
+  json w = {{"name", r.workload.name},
+            {"kernel", r.workload.kernel},
+            {"variant", r.workload.variant},
+            {"shape", r.workload.shape},
+            {"dtype", std::string(isa::name_of(r.workload.dtype))},
+            {"eps", r.workload.eps},
+            {"seed", r.workload.seed}};
+  json kernels = json::array();
+  kernels.push_back({{"name", r.kernel.program.name},
+                     {"start_time_ps", 0},
+                     {"end_time_ps", r.total.value},
+                     {"instructions", r.kernel.program.instruction_count()},
+                     {"dma_transfers", s.transfers()}});
+  json check = {{"status", status_name(r.check.status)}};
+  if (r.check.status != CheckResult::Status::skipped) {
+    check["max_abs_error"] = r.check.max_abs_error;
+    check["max_rel_error"] = r.check.max_rel_error;
+    check["elements"] = r.check.elements;
+    check["mismatches"] = r.check.mismatches;
+    check["atol"] = r.check.tolerance.atol;
+    check["rtol"] = r.check.tolerance.rtol;
+  }
+  return {{"trnsim_version", "0.1.0"},
+          {"mode", r.timing_only ? "timing-only" : "full"},
+          {"workload", w},
+          {"summary", summary},
+          {"kernels", kernels},
+          {"choices", r.kernel.choices},
+          {"check", check},
+          {"arch", arch_json(r.arch)}};
+}
+
+std::string summary_text(const RunReport& r) {
+  const StatsCollector& s = r.stats;
+  std::string out;
+  out += fmt::format("trnsim 0.1.0  {}  arch={}  mode={}\n", r.workload.name, r.arch.name,
+                     r.timing_only ? "timing-only" : "full");
+  std::string check;
+  switch (r.check.status) {
+    case CheckResult::Status::pass:
+    case CheckResult::Status::fail:
+      check = fmt::format("check: {} (max abs err {:.2e}, max rel err {:.2e}, {}{})",
+                          r.check.status == CheckResult::Status::pass ? "PASS" : "FAIL",
+                          r.check.max_abs_error, r.check.max_rel_error,
+                          isa::name_of(r.workload.dtype),
+                          r.check.mismatches ? fmt::format(", {} of {} elements off",
+                                                           grouped(r.check.mismatches),
+                                                           grouped(r.check.elements))
+                                             : "");
+      break;
+    case CheckResult::Status::skipped:
+      check = "check: skipped (timing only)";
+  }
+  out += fmt::format("total {}   NeuronCore cycles {} @{:g} GHz   {}\n", duration(r.total),
+                     grouped(to_cycles(r.total, r.arch.base_mhz)), r.arch.base_mhz / 1000.0,
+                     check);
+  // The busiest resource is what holds the kernel back.
+  double busiest = percent(s.dma_active(), r.total);
+  int busiest_engine = -1;
+  for (isa::Engine e : isa::kAllEngines) {
+    const double p = percent(s.engine(e).active, r.total);
+    if (p > busiest) {
+      busiest = p;
+      busiest_engine = isa::index_of(e);
+    }
+  }
+  out += fmt::format("{:<9}{:>8}{:>12}{:>9}{:>14}   {}\n", "engine", "instr", "active", "active%",
+                     "sem wait", "note");
+  for (isa::Engine e : isa::kAllEngines) {
+    const EngineStats& es = s.engine(e);
+    if (es.instructions == 0) {
+      out += fmt::format("{:<9}{:>8}{:>12}{:>9}{:>14}\n", isa::name_of(e), 0, "-", "-", "-");
+      continue;
+    }
+    out += fmt::format("{:<9}{:>8}{:>12}{:>8.1f}%{:>14}   {}\n", isa::name_of(e),
+                       grouped(es.instructions), duration(es.active), percent(es.active, r.total),
+                       duration(es.semaphore_wait),
+                       busiest_engine == isa::index_of(e) ? "busiest" : "");
+  }
+  const double bw = r.total.value > 0 ? s.dma_bytes() / r.total.ns() : 0.0;  // B/ns = GB/s
+  out += fmt::format(
+      "DMA      {} transfers  {}  avg {}  {:.0f} GB/s ({:.0f}% of the core's {:.0f} GB/s HBM)  "
+      "active {:.1f}%{}\n",
+      grouped(s.transfers()), bytes_text(s.dma_bytes()),
+      bytes_text(s.transfers() ? s.dma_bytes() / s.transfers() : 0), bw,
+      100.0 * bw / r.arch.hbm_bytes_per_ns, r.arch.hbm_bytes_per_ns,
+      percent(s.dma_active(), r.total), busiest_engine < 0 ? "   busiest" : "");
+  out += fmt::format("outputs: {}/{{stats.json,trace.json}}\n", r.out_dir);
+  return out;
+}
+
+}  // namespace trnsim::sim

@@ -1,0 +1,111 @@
+#include "sim/trace_writer.hpp"
+
+#include <fmt/format.h>
+
+#include <nlohmann/json.hpp>
+
+#include "models/neuroncore/cost.hpp"
+
+namespace trnsim::sim {
+
+namespace {
+constexpr int kCorePid = 1;
+constexpr size_t kFlushBytes = 1 << 16;
+
+std::string json_string(const std::string& s) { return nlohmann::json(s).dump(); }
+}  // namespace
+
+std::string trace_timestamp(Picoseconds t) {
+  const int64_t v = t.value;
+  return fmt::format("{}{}.{:06}", v < 0 ? "-" : "", std::abs(v) / 1000000, std::abs(v) % 1000000);
+}
+
+TraceWriter::TraceWriter(const std::string& path, const isa::Program& program,
+                         const isa::ArchConfig& arch)
+    : file_(path), program_(program), arch_(arch) {
+  buffer_ = "{\"displayTimeUnit\":\"ns\",\"traceEvents\":[\n";
+  event(fmt::format(R"({{"ph":"M","pid":{},"name":"process_name","args":{{"name":{}}}}})",
+                    kCorePid, json_string(fmt::format("NeuronCore 0 ({}) {}", arch.name, program.name))));
+  for (isa::Engine e : isa::kAllEngines) {
+    event(fmt::format(R"({{"ph":"M","pid":{},"tid":{},"name":"thread_name","args":{{"name":"{}"}}}})",
+                      kCorePid, engine_lane(e), isa::name_of(e)));
+    event(fmt::format(
+        R"({{"ph":"M","pid":{},"tid":{},"name":"thread_sort_index","args":{{"sort_index":{}}}}})",
+        kCorePid, engine_lane(e), engine_lane(e)));
+  }
+  for (size_t q = 0; q < program.queues.size(); ++q) {
+    const int lane = queue_lane(static_cast<uint16_t>(q));
+    event(fmt::format(R"({{"ph":"M","pid":{},"tid":{},"name":"thread_name","args":{{"name":{}}}}})",
+                      kCorePid, lane, json_string("DMA " + program.queues[q].name)));
+    event(fmt::format(
+        R"({{"ph":"M","pid":{},"tid":{},"name":"thread_sort_index","args":{{"sort_index":{}}}}})",
+        kCorePid, lane, lane));
+  }
+}
+
+void TraceWriter::event(const std::string& json) {
+  if (!first_) buffer_ += ",\n";
+  first_ = false;
+  buffer_ += json;
+  flush_if_full();
+}
+
+void TraceWriter::flush_if_full() {
+  if (buffer_.size() >= kFlushBytes) {
+    file_.write(buffer_);
+    buffer_.clear();
+  }
+}
+
+void TraceWriter::on_instruction(const models::InstructionRecord& r) {
+  const isa::Instruction& in = program_.stream(r.engine)[r.index];
+  const int lane = engine_lane(r.engine);
+  if (r.start > r.ready && r.blocked_on != models::kNoSemaphore) {
+    int64_t value = 0;
+    for (const auto& w : in.waits) {
+      if (w.semaphore == r.blocked_on) value = w.value;
+    }
+    const std::string& sem = program_.semaphores[r.blocked_on].name;
+    event(fmt::format(
+        R"({{"ph":"X","pid":{},"tid":{},"ts":{},"dur":{},"name":{},"cat":"semaphore","args":{{"semaphore":{},"reaches":{}}}}})",
+        kCorePid, lane, trace_timestamp(r.ready), trace_timestamp(r.start - r.ready),
+        json_string(fmt::format("wait {} >= {}", sem, value)), json_string(sem), value));
+  }
+  std::string operands = fmt::format("dst={}", in.dst.to_string());
+  for (int i = 0; i < 2; ++i) {
+    if (in.src[i].present()) operands += fmt::format(" src{}={}", i, in.src[i].to_string());
+  }
+  std::string args = fmt::format(
+      R"("opcode":"{}","index":{},"label":{},"operands":{},"cycles":{},"flops":{})",
+      isa::name_of(in.opcode), r.index, json_string(in.label), json_string(operands), r.cycles.value,
+      models::instruction_flops(in));
+  if (in.opcode == isa::Opcode::activation) {
+    args += fmt::format(R"(,"function":"{}")", isa::name_of(in.function));
+  }
+  if (in.opcode == isa::Opcode::dma_copy) {
+    args += fmt::format(R"(,"queue":{})", json_string(program_.queues[in.dma_queue].name));
+  }
+  event(fmt::format(
+      R"({{"ph":"X","pid":{},"tid":{},"ts":{},"dur":{},"name":"{}","cat":"instruction","args":{{{}}}}})",
+      kCorePid, lane, trace_timestamp(r.start), trace_timestamp(r.end - r.start),
+      isa::profiler_name_of(in.opcode), args));
+}
+
+void TraceWriter::on_transfer(const models::TransferRecord& r) {
+  const isa::Instruction& in = program_.stream(r.issuer)[r.index];
+  const std::string name = in.label.empty() ? std::string("dma_copy") : in.label;
+  event(fmt::format(
+      R"({{"ph":"X","pid":{},"tid":{},"ts":{},"dur":{},"name":{},"cat":"dma","args":{{"bytes":{},"dma_engines":{},"descriptors":{},"issued_by":"{}","issued_at_us":{},"src":{},"dst":{}}}}})",
+      kCorePid, queue_lane(r.queue), trace_timestamp(r.start), trace_timestamp(r.end - r.start),
+      json_string(name), r.bytes, r.engines, r.descriptors, isa::name_of(r.issuer),
+      trace_timestamp(r.issued), json_string(in.src[0].to_string()), json_string(in.dst.to_string())));
+}
+
+void TraceWriter::commit() {
+  buffer_ += "\n]}\n";
+  file_.write(buffer_);
+  buffer_.clear();
+  file_.commit();
+}
+
+}  // namespace trnsim::sim

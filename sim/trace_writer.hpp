@@ -1,0 +1,40 @@
+// trace.json in Chrome trace-event format (what Perfetto and chrome://tracing open), written
+// as a stream while the simulation runs: one slice per instruction and per DMA transfer, a
+// slice per semaphore wait, a lane per engine and per DMA queue.
+#pragma once
+
+#include <string>
+
+#include "isa/arch.hpp"
+#include "isa/program.hpp"
+#include "models/events.hpp"
+#include "sim/output_file.hpp"
+
+namespace trnsim::sim {
+
+class TraceWriter : public models::EventSink {
+ public:
+  TraceWriter(const std::string& path, const isa::Program& program, const isa::ArchConfig& arch);
+  void on_instruction(const models::InstructionRecord& r) override;
+  void on_transfer(const models::TransferRecord& r) override;
+  void commit();  // closes the JSON and moves the file into place
+
+  // Lane (thread id) of an engine and of a DMA queue within the NeuronCore process.
+  static int engine_lane(isa::Engine e) { return isa::index_of(e); }
+  static int queue_lane(uint16_t q) { return 100 + q; }
+
+ private:
+  void event(const std::string& json);
+  void flush_if_full();
+
+  OutputFile file_;
+  const isa::Program& program_;
+  const isa::ArchConfig& arch_;
+  std::string buffer_;
+  bool first_ = true;
+};
+
+// Picoseconds as the microseconds Chrome traces use, exactly: "12.345678".
+std::string trace_timestamp(Picoseconds t);
+
+}  // namespace trnsim::sim

@@ -1,0 +1,54 @@
+// Lowering: a Workload becomes the isa::Program of one kernel launch, with its inputs, the
+// reference outputs to check against, and the choices the lowering made (a plain struct of
+// named, bounded parameters per kernel, so that an autotuner can search them later).
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "isa/arch.hpp"
+#include "isa/program.hpp"
+#include "workloads/workload.hpp"
+
+namespace trnsim::workloads {
+
+// A tensor on the host: values already representable in `dtype`.
+struct HostTensor {
+  std::string name;
+  isa::DType dtype = isa::DType::fp32;
+  std::vector<int64_t> shape;
+  std::vector<float> values;
+};
+
+struct Tolerance {
+  double atol = 0;
+  double rtol = 0;
+};
+
+struct LoweredKernel {
+  isa::Program program;
+  std::vector<HostTensor> inputs;     // empty when lowered for timing only
+  std::vector<HostTensor> expected;   // reference outputs (same names as the outputs)
+  Tolerance tolerance;
+  nlohmann::json choices;             // the lowering parameters used
+  uint64_t model_flops = 0;           // FLOPs the operation needs, independent of lowering
+};
+
+// Throws WorkloadError (naming the workload's field) when the workload cannot be lowered for
+// `arch`, e.g. a row that does not fit SBUF.
+LoweredKernel lower(const Workload& w, const isa::ArchConfig& arch, bool functional);
+
+// Deterministic inputs from a seed: the same on every platform and compiler (the standard
+// library's distributions are not).
+class SeededRandom {
+ public:
+  explicit SeededRandom(uint64_t seed) : state_(seed) {}
+  uint64_t next();           // splitmix64
+  double uniform();          // [0, 1)
+  double normal();           // Box-Muller
+ private:
+  uint64_t state_;
+};
+
+}  // namespace trnsim::workloads

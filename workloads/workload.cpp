@@ -1,0 +1,174 @@
+#include "workloads/workload.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <fstream>
+#include <sstream>
+
+namespace trnsim::workloads {
+
+using nlohmann::json;
+
+WorkloadError::WorkloadError(const std::string& file, const std::string& where,
+                             const std::string& what)
+    : std::runtime_error(fmt::format("{}: {}: {}", file, where, what)) {}
+
+std::string closest_name(const std::string& word, const std::vector<std::string>& known) {
+  std::string best;
+  size_t best_distance = std::max<size_t>(2, word.size() / 3) + 1;
+  for (const std::string& k : known) {
+    // Levenshtein distance, two rows.
+    std::vector<size_t> prev(k.size() + 1), cur(k.size() + 1);
+    for (size_t j = 0; j <= k.size(); ++j) prev[j] = j;
+    for (size_t i = 1; i <= word.size(); ++i) {
+      cur[0] = i;
+      for (size_t j = 1; j <= k.size(); ++j) {
+        cur[j] = std::min({prev[j] + 1, cur[j - 1] + 1,
+                           prev[j - 1] + (word[i - 1] == k[j - 1] ? 0 : 1)});
+      }
+      std::swap(prev, cur);
+    }
+    if (prev[k.size()] < best_distance) {
+      best_distance = prev[k.size()];
+      best = k;
+    }
+  }
+  return best;
+}
+
+namespace {
+
+const std::vector<std::string> kKeys = {"name", "kernel", "variant", "shape", "dtype",
+                                        "eps",  "seed",   "params"};
+const std::vector<std::string> kKernels = {"rmsnorm"};
+const std::vector<std::string> kVariants = {"fused"};
+
+std::string type_name(const json& v) { return v.type_name(); }
+
+struct Reader {
+  const std::string& file;
+  const json& doc;
+
+  [[noreturn]] void fail(const std::string& where, const std::string& what) const {
+    throw WorkloadError(file, where, what);
+  }
+
+  std::string one_of(const char* key, const std::vector<std::string>& allowed) const {
+    const std::string where = fmt::format("/{}", key);
+    const json& v = doc.at(key);
+    if (!v.is_string()) fail(where, fmt::format("expected a string, got {}", type_name(v)));
+    const std::string s = v.get<std::string>();
+    if (std::find(allowed.begin(), allowed.end(), s) == allowed.end()) {
+      const std::string near = closest_name(s, allowed);
+      fail(where, fmt::format("unknown {} \"{}\"; expected one of: {}{}", key, s,
+                              fmt::join(allowed, ", "),
+                              near.empty() ? "" : fmt::format(" (did you mean \"{}\"?)", near)));
+    }
+    return s;
+  }
+};
+
+}  // namespace
+
+Workload parse_workload(const std::string& text, const std::string& file) {
+  json doc;
+  try {
+    doc = json::parse(text);
+  } catch (const json::parse_error& e) {
+    // Turn the byte offset into line and column.
+    size_t line = 1, column = 1;
+    for (size_t i = 0; i + 1 < e.byte && i < text.size(); ++i) {
+      if (text[i] == '\n') {
+        ++line;
+        column = 1;
+      } else {
+        ++column;
+      }
+    }
+    std::string what = e.what();
+    const auto pos = what.find("syntax error");
+    throw WorkloadError(file, fmt::format("line {}, column {}", line, column),
+                        fmt::format("malformed JSON ({})",
+                                    pos == std::string::npos ? what : what.substr(pos)));
+  }
+  Reader r{file, doc};
+  if (!doc.is_object()) r.fail("/", fmt::format("expected a JSON object, got {}", type_name(doc)));
+  for (const auto& item : doc.items()) {
+    if (std::find(kKeys.begin(), kKeys.end(), item.key()) == kKeys.end()) {
+      const std::string near = closest_name(item.key(), kKeys);
+      r.fail("/" + item.key(),
+             fmt::format("unknown key; expected one of: {}{}", fmt::join(kKeys, ", "),
+                         near.empty() ? "" : fmt::format(" (did you mean \"{}\"?)", near)));
+    }
+  }
+  if (!doc.contains("kernel")) {
+    r.fail("/kernel", fmt::format("missing; expected one of: {}", fmt::join(kKernels, ", ")));
+  }
+  Workload w;
+  w.file = file;
+  w.kernel = r.one_of("kernel", kKernels);
+  w.variant = doc.contains("variant") ? r.one_of("variant", kVariants) : "fused";
+
+  if (!doc.contains("shape")) r.fail("/shape", "missing; expected [rows, hidden]");
+  const json& shape = doc["shape"];
+  if (!shape.is_array() || shape.size() != 2) {
+    r.fail("/shape", fmt::format("expected an array of 2 positive integers [rows, hidden], got {}",
+                                 shape.dump()));
+  }
+  for (size_t i = 0; i < shape.size(); ++i) {
+    const json& d = shape[i];
+    if (!d.is_number_integer() || d.get<int64_t>() <= 0) {
+      r.fail(fmt::format("/shape/{}", i),
+             fmt::format("expected a positive integer, got {}", d.dump()));
+    }
+    w.shape.push_back(d.get<int64_t>());
+  }
+  if (doc.contains("dtype")) {
+    const json& d = doc["dtype"];
+    const auto t = d.is_string() ? isa::parse_dtype(d.get<std::string>()) : std::nullopt;
+    if (!t) {
+      r.fail("/dtype", fmt::format("expected one of {}, got {}", isa::dtype_names(), d.dump()));
+    }
+    w.dtype = *t;
+  }
+  if (doc.contains("eps")) {
+    const json& e = doc["eps"];
+    if (!e.is_number() || e.get<double>() < 0 || e.get<double>() > 1) {
+      r.fail("/eps", fmt::format("expected a number in [0, 1], got {}", e.dump()));
+    }
+    w.eps = e.get<double>();
+  }
+  if (doc.contains("seed")) {
+    const json& s = doc["seed"];
+    if (!s.is_number_unsigned()) {
+      r.fail("/seed", fmt::format("expected a non-negative integer, got {}", s.dump()));
+    }
+    w.seed = s.get<uint64_t>();
+  }
+  if (doc.contains("params")) {
+    if (!doc["params"].is_object()) {
+      r.fail("/params", fmt::format("expected an object, got {}", type_name(doc["params"])));
+    }
+    w.params = doc["params"];
+  }
+  if (doc.contains("name")) {
+    if (!doc["name"].is_string()) r.fail("/name", "expected a string");
+    w.name = doc["name"].get<std::string>();
+  } else {
+    std::string stem = file.substr(file.find_last_of('/') + 1);
+    w.name = stem.substr(0, stem.rfind(".json"));
+  }
+  return w;
+}
+
+Workload load_workload(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw WorkloadError(path, "file", "cannot be read (does it exist?)");
+  std::ostringstream text;
+  text << in.rdbuf();
+  if (in.bad()) throw WorkloadError(path, "file", "read error");
+  return parse_workload(text.str(), path);
+}
+
+}  // namespace trnsim::workloads

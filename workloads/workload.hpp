@@ -1,0 +1,41 @@
+// The workload file: what a user asks trnsim to run. This is the kernel form, e.g.
+//   {"kernel": "rmsnorm", "variant": "fused", "shape": [2048, 4096], "dtype": "bf16",
+//    "eps": 1e-6, "seed": 0}
+// See docs/workload-format.md.
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "isa/dtype.hpp"
+
+namespace trnsim::workloads {
+
+// Bad input: names the file, the place in it (JSON pointer or line:column) and what was
+// expected. The CLI prints what() and exits with code 2.
+class WorkloadError : public std::runtime_error {
+ public:
+  WorkloadError(const std::string& file, const std::string& where, const std::string& what);
+};
+
+struct Workload {
+  std::string file;      // as given, for messages
+  std::string name;      // "name" in the file, or the file's stem
+  std::string kernel;    // "rmsnorm", ...
+  std::string variant;   // "fused", ...
+  std::vector<int64_t> shape;
+  isa::DType dtype = isa::DType::bf16;
+  double eps = 1e-6;
+  uint64_t seed = 0;
+  nlohmann::json params = nlohmann::json::object();  // the lowering's choices, checked there
+};
+
+Workload parse_workload(const std::string& text, const std::string& file);
+Workload load_workload(const std::string& path);
+
+// The known name closest to `word` (edit distance), or "" when none is close.
+std::string closest_name(const std::string& word, const std::vector<std::string>& known);
+
+}  // namespace trnsim::workloads
