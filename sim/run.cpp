@@ -3,7 +3,6 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
-#include <cmath>
 #include <iostream>
 
 #include "isa/validate.hpp"
@@ -36,39 +35,6 @@ class Fanout : public models::EventSink {
   models::EventSink& b_;
 };
 
-void load_inputs(const workloads::LoweredKernel& k, isa::MemoryImage& mem) {
-  for (const auto& t : k.inputs) {
-    const isa::DramTensor* d = k.program.find_dram_tensor(t.name);
-    uint8_t* p = mem.hbm.data() + d->address;
-    for (float v : t.values) {
-      isa::store_element(t.dtype, p, v);
-      p += isa::size_of(t.dtype);
-    }
-  }
-}
-
-CheckResult check_outputs(const workloads::LoweredKernel& k, const isa::MemoryImage& mem) {
-  CheckResult c;
-  c.tolerance = k.tolerance;
-  c.status = CheckResult::Status::pass;
-  for (const auto& expected : k.expected) {
-    const isa::DramTensor* d = k.program.find_dram_tensor(expected.name);
-    const uint8_t* p = mem.hbm.data() + d->address;
-    for (float want : expected.values) {
-      const double got = isa::load_element(d->dtype, p);
-      p += isa::size_of(d->dtype);
-      const double err = std::abs(got - want);
-      ++c.elements;
-      c.max_abs_error = std::max(c.max_abs_error, err);
-      if (std::abs(want) > 1e-6) c.max_rel_error = std::max(c.max_rel_error, err / std::abs(want));
-      // A NaN in the output fails the comparison below and so counts as a mismatch.
-      if (!(err <= k.tolerance.atol + k.tolerance.rtol * std::abs(want))) ++c.mismatches;
-    }
-  }
-  if (c.mismatches > 0) c.status = CheckResult::Status::fail;
-  return c;
-}
-
 }  // namespace
 
 int run(const RunOptions& o) {
@@ -90,7 +56,7 @@ int run(const RunOptions& o) {
     std::unique_ptr<isa::MemoryImage> memory;
     if (!o.timing_only) {
       memory = std::make_unique<isa::MemoryImage>(*arch, k.program.dram_bytes());
-      load_inputs(k, *memory);
+      workloads::load_inputs(k, *memory);
     }
 
     make_output_directory(o.out);
@@ -106,14 +72,14 @@ int run(const RunOptions& o) {
     }
 
     RunReport report{w, *arch, k, stats, result.end_time, o.timing_only, {}, o.out};
-    if (memory) report.check = check_outputs(k, *memory);
+    if (memory) report.check = workloads::check_outputs(k, *memory);
 
     OutputFile stats_file(o.out + "/stats.json");
     stats_file.write(stats_json(report).dump(2) + "\n");
     trace.commit();
     stats_file.commit();
     std::cout << summary_text(report) << std::flush;
-    return report.check.status == CheckResult::Status::fail ? kCheckFailed : kSuccess;
+    return report.check.status == workloads::CheckResult::Status::fail ? kCheckFailed : kSuccess;
   } catch (const workloads::WorkloadError& e) {
     spdlog::error("{}", e.what());
   } catch (const OutputError& e) {

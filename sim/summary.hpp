@@ -11,14 +11,7 @@
 
 namespace trnsim::sim {
 
-struct CheckResult {
-  enum class Status { pass, fail, skipped } status = Status::skipped;
-  double max_abs_error = 0;
-  double max_rel_error = 0;
-  uint64_t elements = 0;
-  uint64_t mismatches = 0;  // elements outside atol + rtol * |reference|
-  workloads::Tolerance tolerance;
-};
+using workloads::CheckResult;
 
 struct RunReport {
   const workloads::Workload& workload;

@@ -1,5 +1,6 @@
 #include "workloads/lowering.hpp"
 
+#include <algorithm>
 #include <cmath>
 
 #include "workloads/rmsnorm.hpp"
@@ -19,6 +20,36 @@ double SeededRandom::normal() {
   const double u1 = 1.0 - uniform();  // (0, 1]
   const double u2 = uniform();
   return std::sqrt(-2.0 * std::log(u1)) * std::cos(2.0 * M_PI * u2);
+}
+
+void load_inputs(const LoweredKernel& k, isa::MemoryImage& memory) {
+  for (const auto& t : k.inputs) {
+    uint8_t* p = memory.hbm.data() + k.program.find_dram_tensor(t.name)->address;
+    for (float v : t.values) {
+      isa::store_element(t.dtype, p, v);
+      p += isa::size_of(t.dtype);
+    }
+  }
+}
+
+CheckResult check_outputs(const LoweredKernel& k, const isa::MemoryImage& memory) {
+  CheckResult c;
+  c.tolerance = k.tolerance;
+  for (const auto& expected : k.expected) {
+    const isa::DramTensor* d = k.program.find_dram_tensor(expected.name);
+    const uint8_t* p = memory.hbm.data() + d->address;
+    for (float want : expected.values) {
+      const double got = isa::load_element(d->dtype, p);
+      p += isa::size_of(d->dtype);
+      const double err = std::abs(got - want);
+      ++c.elements;
+      if (!(err <= c.max_abs_error)) c.max_abs_error = err;  // NaN propagates
+      if (std::abs(want) > 1e-6) c.max_rel_error = std::max(c.max_rel_error, err / std::abs(want));
+      if (!(err <= k.tolerance.atol + k.tolerance.rtol * std::abs(want))) ++c.mismatches;
+    }
+  }
+  c.status = c.mismatches > 0 ? CheckResult::Status::fail : CheckResult::Status::pass;
+  return c;
 }
 
 LoweredKernel lower(const Workload& w, const isa::ArchConfig& arch, bool functional) {

@@ -9,6 +9,7 @@
 
 #include "isa/arch.hpp"
 #include "isa/program.hpp"
+#include "isa/semantics.hpp"
 #include "workloads/workload.hpp"
 
 namespace trnsim::workloads {
@@ -34,6 +35,21 @@ struct LoweredKernel {
   nlohmann::json choices;             // the lowering parameters used
   uint64_t model_flops = 0;           // FLOPs the operation needs, independent of lowering
 };
+
+// Writes the kernel's inputs into HBM at their tensors' addresses.
+void load_inputs(const LoweredKernel& k, isa::MemoryImage& memory);
+
+// The functional check: every output element against the reference, within
+// atol + rtol * |reference|. A NaN or infinity where the reference is finite is a mismatch.
+struct CheckResult {
+  enum class Status { pass, fail, skipped } status = Status::skipped;
+  double max_abs_error = 0;
+  double max_rel_error = 0;
+  uint64_t elements = 0;
+  uint64_t mismatches = 0;
+  Tolerance tolerance;
+};
+CheckResult check_outputs(const LoweredKernel& k, const isa::MemoryImage& memory);
 
 // Throws WorkloadError (naming the workload's field) when the workload cannot be lowered for
 // `arch`, e.g. a row that does not fit SBUF.
