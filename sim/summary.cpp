@@ -186,6 +186,7 @@ std::string summary_text(const RunReport& r) {
   }
   out += fmt::format("{:<9}{:>8}{:>12}{:>9}{:>14}   {}\n", "engine", "instr", "active", "active%",
                      "sem wait", "note");
+
   for (isa::Engine e : isa::kAllEngines) {
     const EngineStats& es = s.engine(e);
     if (es.instructions == 0) {
@@ -197,16 +198,30 @@ std::string summary_text(const RunReport& r) {
                        duration(es.semaphore_wait),
                        busiest_engine == isa::index_of(e) ? "busiest" : "");
   }
-  const double bw = r.total.value > 0 ? s.dma_bytes() / r.total.ns() : 0.0;  // B/ns = GB/s
-  out += fmt::format(
-      "DMA      {} transfers  {}  avg {}  {:.0f} GB/s ({:.0f}% of the core's {:.0f} GB/s HBM)  "
-      "active {:.1f}%{}\n",
-      grouped(s.transfers()), bytes_text(s.dma_bytes()),
-      bytes_text(s.transfers() ? s.dma_bytes() / s.transfers() : 0), bw,
-      100.0 * bw / r.arch.hbm_bytes_per_ns, r.arch.hbm_bytes_per_ns,
-      percent(s.dma_active(), r.total), busiest_engine < 0 ? "   busiest" : "");
+  // Achieved bandwidths in B/ns, which is GB/s.
+  const double dma_bw = r.total.value > 0 ? s.dma_bytes() / r.total.ns() : 0.0;
+  const uint64_t hbm_bytes = s.traffic(isa::Memory::hbm).read + s.traffic(isa::Memory::hbm).written;
+  const double hbm_bw = r.total.value > 0 ? hbm_bytes / r.total.ns() : 0.0;
+  out += fmt::format("{:<9}{:>8}{:>12}{:>8.1f}%{:>14}   {}\n", "DMA", grouped(s.transfers()),
+                     duration(s.dma_active()), percent(s.dma_active(), r.total), "-",
+                     busiest_engine < 0 ? "busiest" : "");
+  out += fmt::format("DMA {} moved, avg {} per transfer, {:.0f} GB/s; HBM {:.0f} GB/s = {:.0f}% of "
+                     "the core's {:.0f} GB/s\n",
+                     bytes_text(s.dma_bytes()),
+                     bytes_text(s.transfers() ? s.dma_bytes() / s.transfers() : 0), dma_bw, hbm_bw,
+                     100.0 * hbm_bw / r.arch.hbm_bytes_per_ns, r.arch.hbm_bytes_per_ns);
   out += fmt::format("outputs: {}/{{stats.json,trace.json}}\n", r.out_dir);
-  return out;
+  // Rows without a note end without trailing blanks.
+  std::string trimmed;
+  size_t from = 0;
+  while (from < out.size()) {
+    const size_t nl = out.find('\n', from);
+    const size_t end = out.find_last_not_of(' ', nl - 1);
+    trimmed.append(out, from, end == std::string::npos || end < from ? 0 : end - from + 1);
+    trimmed += '\n';
+    from = nl + 1;
+  }
+  return trimmed;
 }
 
 }  // namespace trnsim::sim
