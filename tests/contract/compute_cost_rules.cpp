@@ -1,8 +1,11 @@
-// Contract tests for the per-instruction cost formulas (fact sheet section 5, source I1).
-// Every expected value is worked out by hand from the documented formula and the preset's
-// parameters (MIN_II = 64 cycles, dependent overhead = 100 cycles, DMA trigger = 64 cycles,
-// engine clocks of trn2: TensorE 2400, VectorE 960, ScalarE 1200, GpSimdE 1200, SyncE 1200 MHz;
-// trn1: 2800, 1120, 1400, 1400, 1400 MHz).
+// Contract tests for the per-instruction cost formulas (fact sheet section 5, source I1, and
+// the v3 VectorE performance modes, A2). Every expected value is worked out by hand from the
+// documented formula and the preset's parameters (MIN_II = 64 cycles, dependent overhead = 100
+// cycles, DMA trigger = 64 cycles, engine clocks of trn2: TensorE 2400, VectorE 960, ScalarE
+// 1200, GpSimdE 1200, SyncE 1200 MHz; trn1: 2800, 1120, 1400, 1400, 1400 MHz).
+//
+// The I1 notes describe NeuronCore-v2, so the base formulas are checked on trn1, which has no
+// VectorE performance modes; the modes have tests of their own on trn2.
 #include <catch2/catch.hpp>
 
 #include "isa/access_pattern.hpp"
@@ -10,6 +13,7 @@
 #include "isa/instruction.hpp"
 #include "isa/units.hpp"
 #include "models/neuroncore/cost.hpp"
+#include "print_units.hpp"
 
 using trnsim::Cycles;
 using trnsim::Picoseconds;
@@ -18,20 +22,28 @@ using trnsim::isa::ActivationFunction;
 using trnsim::isa::AluOp;
 using trnsim::isa::DType;
 using trnsim::isa::Engine;
+using trnsim::isa::hbm_ap;
 using trnsim::isa::Instruction;
 using trnsim::isa::Opcode;
-using trnsim::isa::ScalarOperand;
-using trnsim::isa::SemaphoreWait;
-using trnsim::isa::hbm_ap;
 using trnsim::isa::psum_ap;
 using trnsim::isa::sbuf_ap;
+using trnsim::isa::ScalarOperand;
+using trnsim::isa::SemaphoreWait;
 using trnsim::models::instruction_cycles;
 using trnsim::models::instruction_time;
 using trnsim::models::tensor_tensor_fast_path;
 
 namespace {
 
-uint64_t cycles(const Instruction& in) { return instruction_cycles(in, trnsim::isa::trn2()).value; }
+// Cycles on trn1: the I1 formulas without the v3 performance modes.
+uint64_t cycles(const Instruction& in) {
+  return instruction_cycles(in, trnsim::isa::trn1()).value;
+}
+
+// Cycles on trn2, where VectorE has the 2x/4x performance modes.
+uint64_t trn2_cycles(const Instruction& in) {
+  return instruction_cycles(in, trnsim::isa::trn2()).value;
+}
 
 Instruction matmul(DType stationary_t, uint32_t n_stationary, DType moving_t, uint32_t n_moving) {
   Instruction in;
@@ -84,12 +96,12 @@ Instruction memset(DType t, float value, uint32_t n) {
   return in;
 }
 
-Instruction unary(Opcode op, Engine e, uint32_t n) {
+Instruction unary(Opcode op, Engine e, uint32_t n, DType t = DType::bf16) {
   Instruction in;
   in.opcode = op;
   in.engine = e;
-  in.src[0] = sbuf_ap(DType::bf16, 0, 128, 0, {{1, n}});
-  in.dst = sbuf_ap(DType::bf16, 0, 128, 65536, {{1, n}});
+  in.src[0] = sbuf_ap(t, 0, 128, 0, {{1, n}});
+  in.dst = sbuf_ap(t, 0, 128, 65536, {{1, n}});
   return in;
 }
 
@@ -323,10 +335,11 @@ TEST_CASE("cycles convert to picoseconds rounding up per engine clock", "[contra
   CHECK(to_picoseconds(Cycles(3), 1200) == Picoseconds(2500));
   CHECK(to_picoseconds(Cycles(0), 1200) == Picoseconds(0));
   CHECK(to_picoseconds(Cycles(1), 2800) == Picoseconds(358));  // 357.1
-  // The same 960-cycle tensor_copy on each engine of trn2 and trn1.
+  // The same 960-cycle tensor_copy on each engine of trn2 and trn1 (fp32, so that no VectorE
+  // performance mode applies).
   const auto trn2 = trnsim::isa::trn2();
   const auto trn1 = trnsim::isa::trn1();
-  CHECK(instruction_time(unary(Opcode::tensor_copy, Engine::vector, 960), trn2) ==
+  CHECK(instruction_time(unary(Opcode::tensor_copy, Engine::vector, 960, DType::fp32), trn2) ==
         Picoseconds(1000000));
   CHECK(instruction_time(unary(Opcode::tensor_copy, Engine::scalar, 960), trn2) ==
         Picoseconds(800000));
@@ -336,4 +349,56 @@ TEST_CASE("cycles convert to picoseconds rounding up per engine clock", "[contra
         Picoseconds(857143));  // 857142.9
   CHECK(instruction_time(unary(Opcode::tensor_copy, Engine::scalar, 960), trn1) ==
         Picoseconds(685715));  // 685714.3
+}
+
+TEST_CASE(
+    "trn2 VectorE tensor_copy and tensor_scalar with all operands bf16 in SBUF and "
+    "stride 1 run in 4x mode: max(MIN_II, N/4)",
+    "[contract][cost]") {
+  CHECK(trn2_cycles(unary(Opcode::tensor_copy, Engine::vector, 1024)) == 256);
+  CHECK(trn2_cycles(unary(Opcode::tensor_copy, Engine::vector, 200)) == 64);  // 50 < MIN_II
+  Instruction ts = unary(Opcode::tensor_scalar, Engine::vector, 1024);
+  ts.op0 = AluOp::multiply;
+  ts.operand0 = ScalarOperand::immediate(2.0f);
+  ts.op1 = AluOp::add;
+  ts.operand1 = ScalarOperand::immediate(1.0f);
+  CHECK(trn2_cycles(ts) == 256);
+}
+
+TEST_CASE(
+    "trn2 VectorE tensor_copy and tensor_scalar strided or with PSUM run in 2x mode: "
+    "max(MIN_II, N/2)",
+    "[contract][cost]") {
+  Instruction strided = unary(Opcode::tensor_copy, Engine::vector, 1024);
+  strided.src[0] = sbuf_ap(DType::bf16, 0, 128, 0, {{2, 1024}});
+  CHECK(trn2_cycles(strided) == 512);
+  Instruction from_psum = unary(Opcode::tensor_scalar, Engine::vector, 1024);
+  from_psum.op0 = AluOp::multiply;
+  from_psum.operand0 = ScalarOperand::immediate(2.0f);
+  from_psum.src[0] = psum_ap(DType::bf16, 0, 128, 0, {{1, 1024}});
+  CHECK(trn2_cycles(from_psum) == 512);
+}
+
+TEST_CASE("trn2 VectorE tensor_tensor with both inputs bf16 in SBUF runs in 2x mode",
+          "[contract][cost]") {
+  CHECK(trn2_cycles(fast_tensor_tensor(1024)) == 512);  // fast path N, halved
+  Instruction div = fast_tensor_tensor(1024);
+  div.op0 = AluOp::divide;
+  CHECK(trn2_cycles(div) == 1024);  // slow path 2N, halved
+  // One input in PSUM: no mode, the fast path alone.
+  Instruction psum = fast_tensor_tensor(1024);
+  psum.src[1] = psum_ap(DType::bf16, 0, 128, 0, {{1, 1024}});
+  CHECK(trn2_cycles(psum) == 1024);
+}
+
+TEST_CASE("the VectorE performance modes do not apply to fp32, to other engines or to trn1",
+          "[contract][cost]") {
+  CHECK(trn2_cycles(unary(Opcode::tensor_copy, Engine::vector, 1024, DType::fp32)) == 1024);
+  CHECK(trn2_cycles(unary(Opcode::tensor_copy, Engine::scalar, 1024)) == 1024);
+  CHECK(trn2_cycles(unary(Opcode::tensor_copy, Engine::gpsimd, 1024)) == 1024);
+  CHECK(cycles(unary(Opcode::tensor_copy, Engine::vector, 1024)) == 1024);
+  // A mixed-dtype copy (bf16 to fp32) is not all half precision.
+  Instruction widen = unary(Opcode::tensor_copy, Engine::vector, 1024);
+  widen.dst.dtype = DType::fp32;
+  CHECK(trn2_cycles(widen) == 1024);
 }

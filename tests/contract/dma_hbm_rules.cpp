@@ -1,7 +1,10 @@
 // Contract tests for DMA and HBM timing (fact sheet section 3, D1 and D2; models/dma and
 // models/hbm). Expected values are worked out by hand from the preset parameters: 16 DMA
-// engines, 8 partitions per engine, 27 B/ns per engine, 27 ns per descriptor, 1300 ns start
-// latency, HBM 100 ns latency and 2900/8 = 362.5 B/ns per core (trn2) or 820/2 = 410 B/ns (trn1).
+// engines, 8 partitions per engine, 27 B/ns per engine, 1300 ns start latency, HBM 100 ns latency
+// and 2900/8 = 362.5 B/ns per core (trn2) or 820/2 = 410 B/ns (trn1). The per-descriptor cost
+// is an assumption (26 ns in the presets); the timing-rule tests pin the rule with it set to
+// 27 ns so that their worked figures stay independent of that choice, and the D2 size tests
+// use the presets as they are.
 #include <catch2/catch.hpp>
 
 #include "isa/access_pattern.hpp"
@@ -10,20 +13,29 @@
 #include "isa/units.hpp"
 #include "models/dma/dma_timing.hpp"
 #include "models/hbm/hbm.hpp"
+#include "print_units.hpp"
 
 using trnsim::Picoseconds;
 using trnsim::isa::Dim;
 using trnsim::isa::DType;
 using trnsim::isa::Engine;
+using trnsim::isa::hbm_ap;
 using trnsim::isa::Instruction;
 using trnsim::isa::Opcode;
-using trnsim::isa::hbm_ap;
 using trnsim::isa::sbuf_ap;
 using trnsim::models::DmaEngineSet;
 using trnsim::models::DmaPlan;
 using trnsim::models::DmaTiming;
 using trnsim::models::HbmModel;
 using trnsim::models::plan_transfer;
+
+namespace {
+trnsim::isa::ArchConfig trn2_with_27ns_descriptors() {
+  auto arch = trnsim::isa::trn2();
+  arch.dma_descriptor_overhead_ns = 27.0;
+  return arch;
+}
+}  // namespace
 
 namespace {
 
@@ -73,9 +85,8 @@ TEST_CASE("a transfer over P partitions uses ceil(P / 8) DMA engines, at most 16
   CHECK(hundred.partitions_per_engine == 8);  // ceil(100 / 13)
 }
 
-TEST_CASE("a DMA engine spends 27 ns per descriptor plus the bytes at 27 B/ns",
-          "[contract][dma]") {
-  const auto arch = trnsim::isa::trn2();
+TEST_CASE("a DMA engine spends 27 ns per descriptor plus the bytes at 27 B/ns", "[contract][dma]") {
+  const auto arch = trn2_with_27ns_descriptors();
   // 128 x 4096 bytes: one 4096-byte descriptor per partition, 8 partitions per engine:
   // 8 x (27 + 4096 / 27) ns = 1429.6296 ns -> 1429630 ps.
   const DmaPlan plan = plan_transfer(load(128, 2048), arch);
@@ -94,11 +105,11 @@ TEST_CASE("a DMA engine spends 27 ns per descriptor plus the bytes at 27 B/ns",
 TEST_CASE("DMA runs under 256 bytes per partition reach under 30% of the engine bandwidth",
           "[contract][dma]") {
   const auto arch = trnsim::isa::trn2();
-  // 128-byte runs: 8 x (27 + 128 / 27) ns = 253.926 ns for 1024 bytes -> 4.03 B/ns (14.9%).
+  // 128-byte runs: 8 x (26 + 128 / 27) ns = 245.926 ns for 1024 bytes -> 4.16 B/ns (15.4%).
   const DmaPlan b128 = plan_transfer(load(128, 64), arch);
-  CHECK(b128.engine_time == Picoseconds(253926));
+  CHECK(b128.engine_time == Picoseconds(245926));
   CHECK(engine_bytes_per_ns(b128) < 0.30 * 27.0);
-  // 254-byte runs: 254 / (27 + 254 / 27) = 6.98 B/ns (25.8%).
+  // 254-byte runs: 254 / (26 + 254 / 27) = 7.17 B/ns (26.6%).
   const DmaPlan b254 = plan_transfer(load(128, 127), arch);
   CHECK(engine_bytes_per_ns(b254) < 0.30 * 27.0);
   CHECK(engine_bytes_per_ns(b254) > 0.25 * 27.0);
@@ -120,7 +131,7 @@ TEST_CASE("DMA runs of 4 KiB per partition reach at least 85% of the engine band
 }
 
 TEST_CASE("strided DMA patterns cost one descriptor per contiguous run", "[contract][dma]") {
-  const auto arch = trnsim::isa::trn2();
+  const auto arch = trn2_with_27ns_descriptors();
   // Each of 128 partition rows gathers 16 runs of 4 bf16 elements (8 bytes) spaced 8 apart.
   Instruction strided = load(128, 64);
   strided.src[0] = hbm_ap(DType::bf16, 0, 128, 128, {{8, 16}, {1, 4}});
@@ -151,7 +162,8 @@ TEST_CASE("strided DMA patterns cost one descriptor per contiguous run", "[contr
 
 TEST_CASE("HBM bandwidth caps a transfer whose engines would be faster", "[contract][dma][hbm]") {
   const auto trn2 = trnsim::isa::trn2();
-  // 128 x 4 KiB = 524288 bytes. Engines: 1429630 ps. trn2 HBM, 362.5 B/ns per core:
+  // 128 x 4 KiB = 524288 bytes. Engines: 8 x (26 + 4096 / 27) ns = 1421630 ps. trn2 HBM,
+  // 362.5 B/ns per core:
   // 524288 / 362.5 = 1446.3117 ns -> 1446312 ps, longer than the engines.
   const DmaPlan plan = plan_transfer(load(128, 2048), trn2);
   HbmModel hbm(trn2);
@@ -167,21 +179,22 @@ TEST_CASE("HBM bandwidth caps a transfer whose engines would be faster", "[contr
   slow.hbm_bytes_per_ns = 100.0;
   HbmModel slow_hbm(slow);
   DmaEngineSet slow_engines(slow);
-  const DmaTiming s = slow_engines.schedule(plan_transfer(load(128, 2048), slow), Picoseconds(0),
-                                            slow_hbm);
+  const DmaTiming s =
+      slow_engines.schedule(plan_transfer(load(128, 2048), slow), Picoseconds(0), slow_hbm);
   CHECK(s.end == Picoseconds(1300000 + 5242880 + 100000));
 
-  // trn1's 410 B/ns per core (1278.75 ns) is faster than the engines: they set the pace.
+  // trn1's 410 B/ns per core (1278.75 ns) is faster than the engines: they set the pace,
+  // 8 x (26 + 4096 / 27) ns = 1421.6296 ns.
   const auto trn1 = trnsim::isa::trn1();
   HbmModel trn1_hbm(trn1);
   DmaEngineSet trn1_engines(trn1);
   const DmaTiming f =
       trn1_engines.schedule(plan_transfer(load(128, 2048), trn1), Picoseconds(0), trn1_hbm);
-  CHECK(f.end == Picoseconds(1300000 + 1429630 + 100000));
+  CHECK(f.end == Picoseconds(1300000 + 1421630 + 100000));
 }
 
 TEST_CASE("HBM serves transfers first-come-first-served at its bandwidth", "[contract][hbm]") {
-  auto arch = trnsim::isa::trn2();
+  auto arch = trn2_with_27ns_descriptors();
   arch.hbm_bytes_per_ns = 100.0;
   HbmModel hbm(arch);
   CHECK(hbm.latency() == Picoseconds(100000));
@@ -193,18 +206,18 @@ TEST_CASE("HBM serves transfers first-come-first-served at its bandwidth", "[con
 }
 
 TEST_CASE("the 1.3 us DMA start latency delays the first byte", "[contract][dma]") {
-  const auto arch = trnsim::isa::trn2();
+  const auto arch = trn2_with_27ns_descriptors();
   HbmModel hbm(arch);
   DmaEngineSet engines(arch);
   // SBUF -> SBUF, 8 partitions x 4 KiB on one engine: 1429630 ps of engine time.
-  const DmaTiming t = engines.schedule(plan_transfer(sbuf_copy(8, 2048), arch),
-                                       Picoseconds(5000), hbm);
+  const DmaTiming t =
+      engines.schedule(plan_transfer(sbuf_copy(8, 2048), arch), Picoseconds(5000), hbm);
   CHECK(t.start == Picoseconds(5000 + 1300000));
   CHECK(t.end == Picoseconds(5000 + 1300000 + 1429630));
 }
 
 TEST_CASE("the DMA start latency does not serialize back-to-back transfers", "[contract][dma]") {
-  const auto arch = trnsim::isa::trn2();
+  const auto arch = trn2_with_27ns_descriptors();
   HbmModel hbm(arch);
   DmaEngineSet engines(arch);
   const DmaPlan plan = plan_transfer(sbuf_copy(128, 2048), arch);
@@ -221,7 +234,7 @@ TEST_CASE("the DMA start latency does not serialize back-to-back transfers", "[c
 }
 
 TEST_CASE("DMA transfers reserve engines first-come-first-served", "[contract][dma]") {
-  const auto arch = trnsim::isa::trn2();
+  const auto arch = trn2_with_27ns_descriptors();
   HbmModel hbm(arch);
   DmaEngineSet engines(arch);
   const DmaPlan one_engine = plan_transfer(sbuf_copy(8, 2048), arch);

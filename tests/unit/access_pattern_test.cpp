@@ -49,8 +49,7 @@ TEST_CASE("contiguous_run_elements follows stride-1 dimensions outwards", "[unit
   // A gap between rows: runs of 64.
   CHECK(sbuf_ap(DType::bf16, 0, 1, 0, {{128, 2}, {1, 64}}).contiguous_run_elements() == 64);
   // Three levels that all continue: 4 x 4 x 8 = 128.
-  CHECK(sbuf_ap(DType::bf16, 0, 1, 0, {{32, 4}, {8, 4}, {1, 8}}).contiguous_run_elements() ==
-        128);
+  CHECK(sbuf_ap(DType::bf16, 0, 1, 0, {{32, 4}, {8, 4}, {1, 8}}).contiguous_run_elements() == 128);
   // The middle level breaks the run: 8 x 4 = 32.
   CHECK(sbuf_ap(DType::bf16, 0, 1, 0, {{64, 4}, {8, 4}, {1, 8}}).contiguous_run_elements() == 32);
   // A strided innermost dimension: runs of one element.
@@ -85,14 +84,13 @@ TEST_CASE("for_each_free_element visits innermost fastest", "[unit][ap]") {
   CHECK(offsets(sbuf_ap(DType::fp32, 0, 1, 0, {{1, 2}, {4, 3}})) ==
         std::vector<int64_t>{0, 4, 8, 1, 5, 9});
   CHECK(offsets(sbuf_ap(DType::fp32, 0, 1, 0, {{1000, 2}, {100, 2}, {10, 2}, {1, 2}})) ==
-        std::vector<int64_t>{0,    1,    10,   11,   100,  101,  110,  111,
-                             1000, 1001, 1010, 1011, 1100, 1101, 1110, 1111});
+        std::vector<int64_t>{0, 1, 10, 11, 100, 101, 110, 111, 1000, 1001, 1010, 1011, 1100, 1101,
+                             1110, 1111});
   CHECK(offsets(sbuf_ap(DType::fp32, 0, 1, 0, {})) == std::vector<int64_t>{0});
 }
 
 TEST_CASE("for_each_free_element walks negative strides backwards", "[unit][ap]") {
-  CHECK(offsets(sbuf_ap(DType::fp32, 0, 1, 12, {{-1, 4}})) ==
-        std::vector<int64_t>{0, -1, -2, -3});
+  CHECK(offsets(sbuf_ap(DType::fp32, 0, 1, 12, {{-1, 4}})) == std::vector<int64_t>{0, -1, -2, -3});
   CHECK(offsets(sbuf_ap(DType::fp32, 0, 1, 64, {{-8, 2}, {2, 3}})) ==
         std::vector<int64_t>{0, 2, 4, -8, -6, -4});
 }
@@ -117,7 +115,8 @@ TEST_CASE("access pattern builders set memory, partitions and offsets", "[unit][
   CHECK(h.partition_stride == 512);
   CHECK(h.start_partition == 0);
   // More than 4 dimensions are cut at 4.
-  const AccessPattern five = sbuf_ap(DType::fp32, 0, 1, 0, {{1, 2}, {1, 2}, {1, 2}, {1, 2}, {1, 2}});
+  const AccessPattern five =
+      sbuf_ap(DType::fp32, 0, 1, 0, {{1, 2}, {1, 2}, {1, 2}, {1, 2}, {1, 2}});
   CHECK(five.ndims == 4);
 }
 
