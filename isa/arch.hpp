@@ -18,10 +18,11 @@ namespace trnsim::isa {
 
 enum class Engine : uint8_t { tensor = 0, vector = 1, scalar = 2, gpsimd = 3, sync = 4 };
 constexpr int kEngineCount = 5;
-constexpr std::array<Engine, kEngineCount> kAllEngines = {Engine::tensor, Engine::vector,
-                                                          Engine::scalar, Engine::gpsimd,
-                                                          Engine::sync};
-constexpr int index_of(Engine e) { return static_cast<int>(e); }
+constexpr std::array<Engine, kEngineCount> kAllEngines = {
+    Engine::tensor, Engine::vector, Engine::scalar, Engine::gpsimd, Engine::sync};
+constexpr int index_of(Engine e) {
+  return static_cast<int>(e);
+}
 // The profiler's names: TensorE, VectorE, ScalarE, GpSimdE, SyncE.
 std::string_view name_of(Engine e);
 // Short names used in stats.json keys, as the profiler's metric names spell them
@@ -38,16 +39,18 @@ struct ArchConfig {
   uint32_t base_mhz = 0;
 
   // On-chip memories.
-  uint32_t partitions = 128;                 // A1, A2: 128 partitions
-  uint64_t sbuf_partition_bytes = 0;         // per preset
-  uint64_t psum_partition_bytes = 16 * 1024; // A1: 16 KiB per partition
-  uint32_t psum_banks = 8;                   // A1: 8 banks of 2 KiB per partition
+  uint32_t partitions = 128;                  // A1, A2: 128 partitions
+  uint64_t sbuf_partition_bytes = 0;          // per preset
+  uint64_t psum_partition_bytes = 16 * 1024;  // A1: 16 KiB per partition
+  uint32_t psum_banks = 8;                    // A1: 8 banks of 2 KiB per partition
 
   // TensorE.
-  uint32_t pe_rows = 128;          // A1: 128x128 PE array (contraction over partitions)
-  uint32_t pe_columns = 128;       // A1: stationary at most 128 columns
-  uint32_t matmul_moving_max = 512;// I1: moving free size at most 512 (one PSUM bank of fp32)
-  uint32_t matmul_fp32_factor = 4; // I1: fp32 matmul costs 4x
+  uint32_t pe_rows = 128;              // A1: 128x128 PE array (contraction over partitions)
+  uint32_t pe_columns = 128;           // A1: stationary at most 128 columns
+  uint32_t matmul_moving_max = 512;    // I1: moving free size at most 512 (one PSUM bank of fp32)
+  uint32_t matmul_fp32_factor = 4;     // I1: fp32 matmul costs 4x
+  uint32_t matmul_fp8_rate = 1;        // per preset: fp8 moving rows per cycle relative to bf16
+  uint32_t vector_transpose_max = 32;  // A1: VectorE transposes 32x32 blocks
 
   // Instruction costs (I1).
   uint32_t min_ii_cycles = 64;  // I1: MIN_II, about 64 cycles of the engine that runs it
@@ -58,22 +61,35 @@ struct ArchConfig {
   // Cycles the issuing engine spends on a DMA trigger instruction. Assumption: one MIN_II; the
   // descriptors are prepared ahead, as the compiler does on v2.
   uint32_t dma_trigger_cycles = 64;
+  uint32_t gpsimd_fixed_cycles = 150;       // I1: iota, affine_select cost 150 + N
+  uint32_t bn_stats_free_max = 512;         // section 4: bn_stats at most 512 elements
   uint32_t sbuf_free_elements_max = 65536;  // section 4: Vector/Scalar free size from SBUF
   uint32_t psum_free_elements_max = 4096;   // section 4: ... and from PSUM
 
+  // Port sharing. v2 (A1, section 4): VectorE and GpSimdE cannot reach SBUF at the same time,
+  // VectorE and ScalarE cannot reach PSUM at the same time. v3 (A2) removes both, except two
+  // engines on one PSUM bank, and adds VectorE performance modes (2x/4x) whose bus GpSimdE
+  // shares. Per preset.
+  bool shared_sbuf_psum_ports = false;
+  bool vector_perf_modes = false;
+
   // DMA (D1, D2).
-  uint32_t dma_engines = 16;             // D1: 16 DMA engines per core
-  uint32_t dma_queues_per_engine = 16;   // D1: 16 queues per engine
-  uint32_t dma_partitions_per_engine = 8;// D1: usually 8 partitions per engine (128 / 16)
-  double dma_engine_bytes_per_ns = 27.0; // D2: 27 GB/s per engine, theoretical (v2/v3)
+  uint32_t dma_engines = 16;               // D1: 16 DMA engines per core
+  uint32_t dma_queues_per_engine = 16;     // D1: 16 queues per engine
+  uint32_t dma_partitions_per_engine = 8;  // D1: usually 8 partitions per engine (128 / 16)
+  double dma_engine_bytes_per_ns = 27.0;   // D2: 27 GB/s per engine, theoretical (v2/v3)
   // Fixed cost of one descriptor (one contiguous element run) on a DMA engine. Assumption,
-  // derived from D2's component-level figures: with 27 B/ns, 27 ns per descriptor makes a
-  // 4 KiB run reach 85% of peak (D2's sustained 23 of 27 B/ns), 2 KiB 74%, and a 256 B run
-  // 26% ("badly overhead-bound").
-  double dma_descriptor_overhead_ns = 27.0;
+  // derived from D2's component-level figures: with 27 B/ns, 26 ns per descriptor makes a
+  // 4 KiB run reach 85.4% of peak (D2's sustained 23 of 27 B/ns is 85.2%), 2 KiB 74.5%, and a
+  // 256 B run 26.7% ("badly overhead-bound").
+  double dma_descriptor_overhead_ns = 26.0;
   // D2: about 1.3 us from a cross-engine semaphore to the DMA starting. Modelled as a pipeline
   // latency from the trigger to the first byte: it does not occupy the DMA engines.
   double dma_start_latency_ns = 1300.0;
+  // Section 3: DMA transpose runs at up to 90% of copy throughput HBM->SBUF and 50% SBUF->SBUF
+  // (quoted for trn2; trn1 uses the same fractions: assumption).
+  double dma_transpose_hbm_fraction = 0.9;
+  double dma_transpose_sbuf_fraction = 0.5;
 
   // HBM, first model: a per-core share of the chip's bandwidth, a fixed access latency.
   uint64_t hbm_capacity_bytes = 0;  // per preset: the chip's HBM over its cores

@@ -30,9 +30,10 @@ std::string check_access_pattern(const AccessPattern& ap, const ArchConfig& arch
     const int64_t hi = static_cast<int64_t>(ap.offset) +
                        (prow_hi + ap.max_element_offset_exclusive()) * static_cast<int64_t>(esize);
     if (lo < 0 || static_cast<uint64_t>(hi) > dram_bytes) {
-      return fmt::format("reaches HBM bytes [{}, {}), outside the {} bytes of the program's "
-                         "HBM tensors",
-                         lo, hi, dram_bytes);
+      return fmt::format(
+          "reaches HBM bytes [{}, {}), outside the {} bytes of the program's "
+          "HBM tensors",
+          lo, hi, dram_bytes);
     }
     if (static_cast<uint64_t>(hi) > arch.hbm_capacity_bytes) {
       return fmt::format("reaches HBM byte {}, beyond the core's {} bytes of HBM", hi,
@@ -57,9 +58,10 @@ std::string check_access_pattern(const AccessPattern& ap, const ArchConfig& arch
   const int64_t hi = static_cast<int64_t>(ap.offset) +
                      ap.max_element_offset_exclusive() * static_cast<int64_t>(esize);
   if (lo < 0 || static_cast<uint64_t>(hi) > capacity) {
-    return fmt::format("reaches bytes [{}, {}) of each partition, outside the {} bytes of a {} "
-                       "partition",
-                       lo, hi, capacity, name_of(ap.memory));
+    return fmt::format(
+        "reaches bytes [{}, {}) of each partition, outside the {} bytes of a {} "
+        "partition",
+        lo, hi, capacity, name_of(ap.memory));
   }
   return {};
 }
@@ -86,12 +88,13 @@ struct Checker {
   }
 
   void on_chip(const char* name, const AccessPattern& ap) const {
-    if (ap.memory == Memory::hbm) fail(fmt::format("{} is in HBM; this engine reads SBUF/PSUM", name));
+    if (ap.memory == Memory::hbm)
+      fail(fmt::format("{} is in HBM; this engine reads SBUF/PSUM", name));
     if (ap.memory == Memory::psum && engine == Engine::gpsimd) {
       fail(fmt::format("{} is in PSUM, which GpSimdE cannot reach (A1)", name));
     }
-    const uint64_t limit = ap.memory == Memory::psum ? arch.psum_free_elements_max
-                                                     : arch.sbuf_free_elements_max;
+    const uint64_t limit =
+        ap.memory == Memory::psum ? arch.psum_free_elements_max : arch.sbuf_free_elements_max;
     if (ap.free_elements() > limit) {
       fail(fmt::format("{} has {} elements per partition; at most {} from {}", name,
                        ap.free_elements(), limit, name_of(ap.memory)));
@@ -115,6 +118,29 @@ struct Checker {
     }
   }
 
+  void alu(const char* name, AluOp op, bool reduction_allowed) const {
+    if (op == AluOp::mean && !reduction_allowed) {
+      fail(fmt::format("{} is mean, which only reductions take", name));
+    }
+    if (is_bitwise(op)) {
+      for (const AccessPattern* ap : {&in.dst, &in.src[0], &in.src[1]}) {
+        if (ap->present() && !is_integer(ap->dtype)) {
+          fail(fmt::format("{} is {}, which takes integer operands; {} is {}", name, name_of(op),
+                           ap->to_string(), name_of(ap->dtype)));
+        }
+      }
+    }
+  }
+
+  void transposed_shape(const AccessPattern& src, const AccessPattern& dst) const {
+    if (src.ndims > 1) fail("src must be 2-D: partitions and one free dimension");
+    if (dst.partitions != src.free_elements() || dst.free_elements() != src.partitions) {
+      fail(fmt::format("dst must be [{} x {}], the transpose of src [{} x {}]; is [{} x {}]",
+                       src.free_elements(), src.partitions, src.partitions, src.free_elements(),
+                       dst.partitions, dst.free_elements()));
+    }
+  }
+
   void run() const {
     if (!runs_on(in.opcode, engine)) {
       fail(fmt::format("{} does not run on {}", name_of(in.opcode), name_of(engine)));
@@ -132,6 +158,113 @@ struct Checker {
       }
     }
     switch (in.opcode) {
+      case Opcode::nop:
+        return;
+      case Opcode::dma_transpose:
+        operand("src", in.src[0]);
+        operand("dst", in.dst);
+        transposed_shape(in.src[0], in.dst);
+        if (in.src[0].dtype != in.dst.dtype) fail("a DMA transpose does not convert dtypes");
+        if (in.dma_queue >= program.queues.size()) {
+          fail(fmt::format("uses DMA queue {}, but the program has {}", in.dma_queue,
+                           program.queues.size()));
+        }
+        return;
+      case Opcode::transpose: {
+        operand("src", in.src[0]);
+        operand("dst", in.dst);
+        on_chip("src", in.src[0]);
+        on_chip("dst", in.dst);
+        transposed_shape(in.src[0], in.dst);
+        const uint32_t limit = engine == Engine::tensor ? arch.pe_rows : arch.vector_transpose_max;
+        if (in.src[0].partitions > limit || in.src[0].free_elements() > limit) {
+          fail(fmt::format("{} transposes at most {} x {}; src is [{} x {}]", name_of(engine),
+                           limit, limit, in.src[0].partitions, in.src[0].free_elements()));
+        }
+        if (engine == Engine::tensor && in.dst.memory != Memory::psum) {
+          fail("a TensorE transpose writes PSUM");
+        }
+        return;
+      }
+      case Opcode::iota:
+        operand("dst", in.dst);
+        on_chip("dst", in.dst);
+        return;
+      case Opcode::select:
+        operand("predicate", in.src[0]);
+        operand("on_true", in.src[1]);
+        operand("on_false", in.src[2]);
+        operand("dst", in.dst);
+        for (int i = 0; i < 3; ++i)
+          on_chip(i == 0 ? "predicate" : i == 1 ? "on_true" : "on_false", in.src[i]);
+        on_chip("dst", in.dst);
+        same_shape("dst", in.dst, "predicate", in.src[0]);
+        same_shape("dst", in.dst, "on_true", in.src[1]);
+        same_shape("dst", in.dst, "on_false", in.src[2]);
+        return;
+      case Opcode::bn_stats:
+      case Opcode::bn_aggr: {
+        operand("src", in.src[0]);
+        operand("dst", in.dst);
+        on_chip("src", in.src[0]);
+        on_chip("dst", in.dst);
+        const bool stats = in.opcode == Opcode::bn_stats;
+        if (stats && in.src[0].free_elements() > arch.bn_stats_free_max) {
+          fail(fmt::format("src has {} elements per partition; bn_stats takes at most {}",
+                           in.src[0].free_elements(), arch.bn_stats_free_max));
+        }
+        if (!stats && in.src[0].free_elements() % 3 != 0) {
+          fail("src must hold (count, mean, M2) groups from bn_stats: a multiple of 3 elements");
+        }
+        const uint64_t out = stats ? 3 : 2;
+        if (in.dst.partitions != in.src[0].partitions || in.dst.free_elements() != out) {
+          fail(fmt::format("dst must be [{} x {}]", in.src[0].partitions, out));
+        }
+        return;
+      }
+      case Opcode::shuffle:
+        operand("src", in.src[0]);
+        operand("dst", in.dst);
+        on_chip("src", in.src[0]);
+        on_chip("dst", in.dst);
+        same_shape("dst", in.dst, "src", in.src[0]);
+        for (uint32_t p = 0; p < in.dst.partitions; ++p) {
+          const uint32_t from = (p & ~31u) + in.shuffle_mask[p & 31];
+          if (in.shuffle_mask[p & 31] >= 32 || from >= in.src[0].partitions) {
+            fail(fmt::format("shuffle_mask[{}] = {} reads partition {} of {}", p & 31,
+                             in.shuffle_mask[p & 31], from, in.src[0].partitions));
+          }
+        }
+        return;
+      case Opcode::affine_select:
+        operand("src", in.src[0]);
+        operand("dst", in.dst);
+        on_chip("src", in.src[0]);
+        on_chip("dst", in.dst);
+        same_shape("dst", in.dst, "src", in.src[0]);
+        if (in.op0 < AluOp::is_equal || in.op0 > AluOp::is_lt) {
+          fail(
+              fmt::format("op0 is {}; affine_select compares: is_equal, not_equal, is_ge, is_gt, "
+                          "is_le or is_lt",
+                          name_of(in.op0)));
+        }
+        return;
+      case Opcode::partition_reduce:
+      case Opcode::partition_all_reduce: {
+        operand("src", in.src[0]);
+        operand("dst", in.dst);
+        on_chip("src", in.src[0]);
+        on_chip("dst", in.dst);
+        if (!is_reduction(in.op0)) {
+          fail(fmt::format("reduces with {}; expected add, max, min or mean", name_of(in.op0)));
+        }
+        const uint32_t parts = in.opcode == Opcode::partition_reduce ? 1 : in.src[0].partitions;
+        if (in.dst.partitions != parts || in.dst.free_elements() != in.src[0].free_elements()) {
+          fail(fmt::format("dst must be [{} x {}], is [{} x {}]", parts, in.src[0].free_elements(),
+                           in.dst.partitions, in.dst.free_elements()));
+        }
+        return;
+      }
       case Opcode::dma_copy:
         operand("src", in.src[0]);
         operand("dst", in.dst);
@@ -153,9 +286,10 @@ struct Checker {
         const auto& st = in.src[0];
         const auto& mv = in.src[1];
         if (st.partitions != mv.partitions) {
-          fail(fmt::format("stationary has {} partitions and moving {}: the contraction runs "
-                           "over partitions and must match",
-                           st.partitions, mv.partitions));
+          fail(
+              fmt::format("stationary has {} partitions and moving {}: the contraction runs "
+                          "over partitions and must match",
+                          st.partitions, mv.partitions));
         }
         if (st.partitions > arch.pe_rows) {
           fail(fmt::format("contraction over {} partitions; the PE array has {} rows",
@@ -171,14 +305,19 @@ struct Checker {
         }
         if (in.dst.partitions != st.free_elements() ||
             in.dst.free_elements() != mv.free_elements()) {
-          fail(fmt::format("dst must be [{} x {}] (stationary columns x moving columns), is "
-                           "[{} x {}]",
-                           st.free_elements(), mv.free_elements(), in.dst.partitions,
-                           in.dst.free_elements()));
+          fail(fmt::format(
+              "dst must be [{} x {}] (stationary columns x moving columns), is "
+              "[{} x {}]",
+              st.free_elements(), mv.free_elements(), in.dst.partitions, in.dst.free_elements()));
         }
-        const uint64_t bank = arch.psum_partition_bytes / arch.psum_banks;
-        if (in.dst.offset / bank != (in.dst.offset + in.dst.free_bytes() - 1) / bank) {
-          fail(fmt::format("dst crosses a {}-byte PSUM bank boundary", bank));
+        const int64_t bank = arch.psum_partition_bytes / arch.psum_banks;
+        const int64_t es = size_of(in.dst.dtype);
+        const int64_t lo = static_cast<int64_t>(in.dst.offset) + in.dst.min_element_offset() * es;
+        const int64_t hi =
+            static_cast<int64_t>(in.dst.offset) + in.dst.max_element_offset_exclusive() * es;
+        if (lo / bank != (hi - 1) / bank) {
+          fail(fmt::format("dst reaches bytes [{}, {}), which crosses a {}-byte PSUM bank boundary",
+                           lo, hi, bank));
         }
         return;
       }
@@ -199,15 +338,20 @@ struct Checker {
         for (int i = 0; i < in.src[0].ndims - in.reduce_dims; ++i) kept *= in.src[0].dims[i].count;
         if (in.dst.partitions != in.src[0].partitions || in.dst.free_elements() != kept) {
           fail(fmt::format("dst must be [{} x {}] after reducing, is [{} x {}]",
-                           in.src[0].partitions, kept, in.dst.partitions,
-                           in.dst.free_elements()));
+                           in.src[0].partitions, kept, in.dst.partitions, in.dst.free_elements()));
         }
-        if (in.op0 != AluOp::add && in.op0 != AluOp::max && in.op0 != AluOp::min) {
-          fail(fmt::format("reduces with {}; expected add, max or min", name_of(in.op0)));
+        if (!is_reduction(in.op0)) {
+          fail(fmt::format("reduces with {}; expected add, max, min or mean", name_of(in.op0)));
         }
         return;
       }
+      case Opcode::scalar_tensor_tensor:
+        scalar("operand0", in.operand0, in.src[0]);
+        alu("op0", in.op0, false);
+        alu("op1", in.op1, false);
+        [[fallthrough]];
       case Opcode::tensor_tensor:
+        alu("op0", in.op0, false);
         operand("src0", in.src[0]);
         operand("src1", in.src[1]);
         operand("dst", in.dst);
@@ -220,6 +364,7 @@ struct Checker {
       case Opcode::activation:
       case Opcode::tensor_scalar:
       case Opcode::tensor_copy:
+      case Opcode::reciprocal:
         operand("src", in.src[0]);
         operand("dst", in.dst);
         on_chip("src", in.src[0]);
@@ -240,6 +385,8 @@ struct Checker {
         if (in.opcode == Opcode::tensor_scalar) {
           scalar("operand0", in.operand0, in.src[0]);
           scalar("operand1", in.operand1, in.src[0]);
+          alu("op0", in.op0, false);
+          alu("op1", in.op1, false);
         }
         return;
     }

@@ -18,8 +18,13 @@ DmaPlan plan_transfer(const isa::Instruction& dma, const isa::ArchConfig& arch) 
   const uint64_t runs_per_partition = dst.free_elements() / run;
   plan.run_bytes = run * isa::size_of(dst.dtype);
   plan.descriptors = runs_per_partition * parts;
-  const double per_descriptor_ns = arch.dma_descriptor_overhead_ns +
-                                   static_cast<double>(plan.run_bytes) / arch.dma_engine_bytes_per_ns;
+  double bytes_per_ns = arch.dma_engine_bytes_per_ns;
+  if (dma.opcode == isa::Opcode::dma_transpose) {
+    bytes_per_ns *= src.memory == isa::Memory::hbm ? arch.dma_transpose_hbm_fraction
+                                                   : arch.dma_transpose_sbuf_fraction;
+  }
+  const double per_descriptor_ns =
+      arch.dma_descriptor_overhead_ns + static_cast<double>(plan.run_bytes) / bytes_per_ns;
   plan.engine_time = from_ns(per_descriptor_ns * static_cast<double>(runs_per_partition) *
                              plan.partitions_per_engine);
   plan.hbm_bytes = (src.memory == isa::Memory::hbm ? plan.bytes : 0) +
@@ -28,7 +33,9 @@ DmaPlan plan_transfer(const isa::Instruction& dma, const isa::ArchConfig& arch) 
 }
 
 DmaEngineSet::DmaEngineSet(const isa::ArchConfig& arch)
-    : free_at_(arch.dma_engines), order_(arch.dma_engines), start_latency_(from_ns(arch.dma_start_latency_ns)) {}
+    : free_at_(arch.dma_engines),
+      order_(arch.dma_engines),
+      start_latency_(from_ns(arch.dma_start_latency_ns)) {}
 
 DmaTiming DmaEngineSet::schedule(const DmaPlan& plan, Picoseconds issued, HbmModel& hbm) {
   std::iota(order_.begin(), order_.end(), 0u);
@@ -43,12 +50,18 @@ DmaTiming DmaEngineSet::schedule(const DmaPlan& plan, Picoseconds issued, HbmMod
     data_end = max(data_end, s + plan.engine_time);
   }
   Picoseconds end = data_end;
+  Picoseconds hbm_end;
   if (plan.hbm_bytes > 0) {
-    data_end = max(data_end, hbm.reserve(start, plan.hbm_bytes));
+    hbm_end = hbm.reserve(start, plan.hbm_bytes);
+    data_end = max(data_end, hbm_end);
     end = data_end + hbm.latency();
   }
-  // While HBM holds the transfer back, its engines are held too.
-  for (uint32_t i = 0; i < plan.engines; ++i) free_at_[order_[i]] = data_end;
+  // Each engine is free once its own descriptors are done; while HBM holds the transfer back,
+  // its engines wait for the data.
+  for (uint32_t i = 0; i < plan.engines; ++i) {
+    const uint32_t e = order_[i];
+    free_at_[e] = max(max(ready, free_at_[e]) + plan.engine_time, hbm_end);
+  }
   return DmaTiming{start, end};
 }
 
