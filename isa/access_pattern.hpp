@@ -30,9 +30,9 @@ struct AccessPattern {
   Memory memory = Memory::sbuf;
   DType dtype = DType::fp32;
   uint32_t start_partition = 0;
-  uint32_t partitions = 0;      // 0 means "no operand"
-  int64_t partition_stride = 0; // HBM only, in elements
-  uint64_t offset = 0;          // bytes
+  uint32_t partitions = 0;       // 0 means "no operand"
+  int64_t partition_stride = 0;  // HBM only, in elements
+  uint64_t offset = 0;           // bytes
   uint8_t ndims = 0;
   std::array<Dim, kMaxFreeDims> dims{};  // outermost first; dims[0..ndims)
 

@@ -1,30 +1,94 @@
 #include "isa/dtype.hpp"
 
+#include <cmath>
 #include <cstring>
+#include <limits>
 
 namespace trnsim::isa {
 
-std::string_view name_of(DType t) {
-  switch (t) {
-    case DType::fp32:
-      return "fp32";
-    case DType::bf16:
-      return "bf16";
+namespace {
+constexpr std::array<std::string_view, kDTypeCount> kNames = {
+    "fp32", "bf16", "fp16", "fp8_e4m3", "fp8_e5m2", "int32", "int8", "uint8"};
+
+uint32_t bits_of(float f) {
+  uint32_t b;
+  std::memcpy(&b, &f, sizeof b);
+  return b;
+}
+
+// Rounds |f| (finite, non-negative) to a float format with `man` mantissa bits, minimum normal
+// exponent `emin`, round-to-nearest-even, and returns the rounded magnitude as a float.
+// Subnormals keep the fixed spacing 2^(emin - man).
+float round_magnitude(float a, int man, int emin) {
+  if (a == 0.0f) return 0.0f;
+  int e;
+  std::frexp(a, &e);  // a = m * 2^e with m in [0.5, 1)
+  const int exponent = std::max(e - 1, emin);
+  const float quantum = std::ldexp(1.0f, exponent - man);
+  // nearbyint rounds half to even in the default rounding mode.
+  return std::nearbyint(a / quantum) * quantum;
+}
+
+// Encodes a rounded magnitude of a small float format as its bits (without sign).
+uint32_t encode_magnitude(float r, int man, int bias) {
+  if (r == 0.0f) return 0;
+  int e;
+  const float m = std::frexp(r, &e);  // r = m * 2^e
+  int biased = e - 1 + bias;
+  if (biased <= 0) {  // subnormal: r = frac * 2^(1 - bias - man)
+    return static_cast<uint32_t>(std::ldexp(r, bias - 1 + man));
   }
-  return "?";
+  const auto frac = static_cast<uint32_t>(std::ldexp(m * 2.0f - 1.0f, man));
+  return (static_cast<uint32_t>(biased) << man) | frac;
+}
+
+float decode(uint32_t bits, int exp_bits, int man, int bias) {
+  const uint32_t sign = bits >> (exp_bits + man);
+  const uint32_t e = (bits >> man) & ((1u << exp_bits) - 1);
+  const uint32_t f = bits & ((1u << man) - 1);
+  float v = e == 0
+                ? std::ldexp(static_cast<float>(f), 1 - bias - man)
+                : std::ldexp(static_cast<float>(f | (1u << man)), static_cast<int>(e) - bias - man);
+  return sign ? -v : v;
+}
+
+template <typename Int>
+float to_int(float f) {
+  if (std::isnan(f)) return 0.0f;
+  const double r = std::nearbyint(static_cast<double>(f));
+  const double lo = static_cast<double>(std::numeric_limits<Int>::min());
+  const double hi = static_cast<double>(std::numeric_limits<Int>::max());
+  return static_cast<float>(r < lo ? lo : r > hi ? hi : r);
+}
+}  // namespace
+
+std::string_view name_of(DType t) {
+  return kNames[static_cast<size_t>(t)];
 }
 
 std::optional<DType> parse_dtype(std::string_view name) {
-  if (name == "fp32" || name == "float32") return DType::fp32;
-  if (name == "bf16" || name == "bfloat16") return DType::bf16;
+  for (size_t i = 0; i < kNames.size(); ++i) {
+    if (kNames[i] == name) return static_cast<DType>(i);
+  }
+  if (name == "float32") return DType::fp32;
+  if (name == "bfloat16") return DType::bf16;
+  if (name == "float16") return DType::fp16;
+  if (name == "float8_e4m3" || name == "fp8e4m3") return DType::fp8_e4m3;
+  if (name == "float8_e5m2" || name == "fp8e5m2") return DType::fp8_e5m2;
   return std::nullopt;
 }
 
-std::string dtype_names() { return "fp32, bf16"; }
+std::string dtype_names() {
+  std::string s;
+  for (std::string_view n : kNames) {
+    if (!s.empty()) s += ", ";
+    s += n;
+  }
+  return s;
+}
 
 uint16_t bf16_from_float(float f) {
-  uint32_t bits;
-  std::memcpy(&bits, &f, sizeof bits);
+  uint32_t bits = bits_of(f);
   if ((bits & 0x7f800000u) == 0x7f800000u && (bits & 0x007fffffu) != 0) {
     return static_cast<uint16_t>((bits >> 16) | 0x0040u);  // quiet NaN, sign kept
   }
@@ -41,28 +105,130 @@ float float_from_bf16(uint16_t b) {
   return f;
 }
 
-float round_to(DType t, float f) {
-  return t == DType::bf16 ? float_from_bf16(bf16_from_float(f)) : f;
+uint16_t fp16_from_float(float f) {
+  const uint16_t sign = (bits_of(f) >> 31) ? 0x8000 : 0;
+  if (std::isnan(f)) return sign | 0x7e00;
+  const float r = round_magnitude(std::fabs(f), 10, -14);
+  if (r > 65504.0f) return sign | 0x7c00;  // overflow to infinity (IEEE)
+  return sign | static_cast<uint16_t>(encode_magnitude(r, 10, 15));
 }
 
-float load_element(DType t, const uint8_t* p) {
-  if (t == DType::bf16) {
-    uint16_t b;
-    std::memcpy(&b, p, sizeof b);
-    return float_from_bf16(b);
+float float_from_fp16(uint16_t h) {
+  if ((h & 0x7c00) == 0x7c00) {
+    if (h & 0x03ff) return std::numeric_limits<float>::quiet_NaN();
+    return (h & 0x8000) ? -INFINITY : INFINITY;
   }
-  float f;
-  std::memcpy(&f, p, sizeof f);
+  return decode(h, 5, 10, 15);
+}
+
+uint8_t fp8_e4m3_from_float(float f) {
+  const uint8_t sign = (bits_of(f) >> 31) ? 0x80 : 0;
+  if (std::isnan(f)) return sign | 0x7f;
+  const float r = std::min(round_magnitude(std::fabs(f), 3, -6), 448.0f);
+  return sign | static_cast<uint8_t>(encode_magnitude(r, 3, 7));
+}
+
+float float_from_fp8_e4m3(uint8_t b) {
+  if ((b & 0x7f) == 0x7f) return std::numeric_limits<float>::quiet_NaN();
+  return decode(b, 4, 3, 7);
+}
+
+uint8_t fp8_e5m2_from_float(float f) {
+  const uint8_t sign = (bits_of(f) >> 31) ? 0x80 : 0;
+  if (std::isnan(f)) return sign | 0x7e;
+  const float r = std::min(round_magnitude(std::fabs(f), 2, -14), 57344.0f);
+  return sign | static_cast<uint8_t>(encode_magnitude(r, 2, 15));
+}
+
+float float_from_fp8_e5m2(uint8_t b) {
+  if ((b & 0x7c) == 0x7c) {
+    if (b & 0x03) return std::numeric_limits<float>::quiet_NaN();
+    return (b & 0x80) ? -INFINITY : INFINITY;
+  }
+  return decode(b, 5, 2, 15);
+}
+
+float round_to(DType t, float f) {
+  switch (t) {
+    case DType::fp32:
+      return f;
+    case DType::bf16:
+      return float_from_bf16(bf16_from_float(f));
+    case DType::fp16:
+      return float_from_fp16(fp16_from_float(f));
+    case DType::fp8_e4m3:
+      return float_from_fp8_e4m3(fp8_e4m3_from_float(f));
+    case DType::fp8_e5m2:
+      return float_from_fp8_e5m2(fp8_e5m2_from_float(f));
+    case DType::int32:
+      return to_int<int32_t>(f);
+    case DType::int8:
+      return to_int<int8_t>(f);
+    case DType::uint8:
+      return to_int<uint8_t>(f);
+  }
   return f;
 }
 
-void store_element(DType t, uint8_t* p, float f) {
-  if (t == DType::bf16) {
-    const uint16_t b = bf16_from_float(f);
-    std::memcpy(p, &b, sizeof b);
-    return;
+float load_element(DType t, const uint8_t* p) {
+  switch (t) {
+    case DType::fp32: {
+      float f;
+      std::memcpy(&f, p, sizeof f);
+      return f;
+    }
+    case DType::bf16:
+    case DType::fp16: {
+      uint16_t b;
+      std::memcpy(&b, p, sizeof b);
+      return t == DType::bf16 ? float_from_bf16(b) : float_from_fp16(b);
+    }
+    case DType::fp8_e4m3:
+      return float_from_fp8_e4m3(*p);
+    case DType::fp8_e5m2:
+      return float_from_fp8_e5m2(*p);
+    case DType::int32: {
+      int32_t i;
+      std::memcpy(&i, p, sizeof i);
+      return static_cast<float>(i);
+    }
+    case DType::int8:
+      return static_cast<float>(static_cast<int8_t>(*p));
+    case DType::uint8:
+      return static_cast<float>(*p);
   }
-  std::memcpy(p, &f, sizeof f);
+  return 0.0f;
+}
+
+void store_element(DType t, uint8_t* p, float f) {
+  switch (t) {
+    case DType::fp32:
+      std::memcpy(p, &f, sizeof f);
+      return;
+    case DType::bf16:
+    case DType::fp16: {
+      const uint16_t b = t == DType::bf16 ? bf16_from_float(f) : fp16_from_float(f);
+      std::memcpy(p, &b, sizeof b);
+      return;
+    }
+    case DType::fp8_e4m3:
+      *p = fp8_e4m3_from_float(f);
+      return;
+    case DType::fp8_e5m2:
+      *p = fp8_e5m2_from_float(f);
+      return;
+    case DType::int32: {
+      const auto i = static_cast<int32_t>(to_int<int32_t>(f));
+      std::memcpy(p, &i, sizeof i);
+      return;
+    }
+    case DType::int8:
+      *p = static_cast<uint8_t>(static_cast<int8_t>(to_int<int8_t>(f)));
+      return;
+    case DType::uint8:
+      *p = static_cast<uint8_t>(to_int<uint8_t>(f));
+      return;
+  }
 }
 
 }  // namespace trnsim::isa

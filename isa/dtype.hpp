@@ -1,6 +1,9 @@
-// Data types of the NeuronCore and the conversions the hardware applies when it writes them.
+// Data types of the NeuronCore and the conversions the hardware applies when it writes them:
+// round-to-nearest-even for every float format; fp8 saturates to its largest finite value;
+// integers round to nearest even and saturate; NaN becomes 0 in an integer.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -8,9 +11,35 @@
 
 namespace trnsim::isa {
 
-enum class DType : uint8_t { fp32, bf16 };
+enum class DType : uint8_t { fp32, bf16, fp16, fp8_e4m3, fp8_e5m2, int32, int8, uint8 };
+constexpr int kDTypeCount = 8;
+constexpr std::array<DType, kDTypeCount> kAllDTypes = {
+    DType::fp32,     DType::bf16,  DType::fp16, DType::fp8_e4m3,
+    DType::fp8_e5m2, DType::int32, DType::int8, DType::uint8};
 
-constexpr uint32_t size_of(DType t) { return t == DType::fp32 ? 4 : 2; }
+constexpr uint32_t size_of(DType t) {
+  switch (t) {
+    case DType::fp32:
+    case DType::int32:
+      return 4;
+    case DType::bf16:
+    case DType::fp16:
+      return 2;
+    default:
+      return 1;
+  }
+}
+constexpr bool is_integer(DType t) {
+  return t == DType::int32 || t == DType::int8 || t == DType::uint8;
+}
+constexpr bool is_fp8(DType t) {
+  return t == DType::fp8_e4m3 || t == DType::fp8_e5m2;
+}
+// bf16 and fp16: the 2-byte float types that the fast paths of the cost formulas name.
+constexpr bool is_half(DType t) {
+  return t == DType::bf16 || t == DType::fp16;
+}
+
 std::string_view name_of(DType t);
 std::optional<DType> parse_dtype(std::string_view name);
 // Names accepted by parse_dtype, comma separated, for error messages.
@@ -19,6 +48,17 @@ std::string dtype_names();
 // fp32 -> bf16 with round-to-nearest-even; NaN stays NaN (quiet), infinities stay infinite.
 uint16_t bf16_from_float(float f);
 float float_from_bf16(uint16_t b);
+// fp32 -> IEEE binary16, round-to-nearest-even, overflow to infinity.
+uint16_t fp16_from_float(float f);
+float float_from_fp16(uint16_t h);
+// fp32 -> fp8 E4M3 (OCP "FN": bias 7, no infinity, max 448, NaN = S.1111.111) and E5M2
+// (bias 15, max finite 57344), round-to-nearest-even, saturating: values beyond the largest
+// finite magnitude, infinities included, become it; NaN stays NaN.
+uint8_t fp8_e4m3_from_float(float f);
+float float_from_fp8_e4m3(uint8_t b);
+uint8_t fp8_e5m2_from_float(float f);
+float float_from_fp8_e5m2(uint8_t b);
+
 // The value `f` becomes once stored as `t` (identity for fp32).
 float round_to(DType t, float f);
 

@@ -15,34 +15,110 @@
 namespace trnsim::isa {
 
 enum class Opcode : uint8_t {
-  dma_copy,       // any engine triggers it; a DMA queue moves the data
-  matmul,         // TensorE: PSUM[m, n] (+)= sum_k stationary[k, m] * moving[k, n]
-  activation,     // ScalarE: dst = func(src * scale + bias), optional sum along the free axes
-  tensor_tensor,  // VectorE/GpSimdE: dst = src0 op src1
-  tensor_scalar,  // VectorE/ScalarE/GpSimdE: dst = (src op0 operand0) op1 operand1
-  tensor_reduce,  // VectorE: dst = reduce(op, src) over the innermost `reduce_dims` free dims
-  tensor_copy,    // VectorE/ScalarE/GpSimdE: dst = src, converted to dst's dtype
-  memset,         // VectorE/GpSimdE: dst = operand0.imm
+  dma_copy,              // any engine triggers it; a DMA queue moves the data
+  dma_transpose,         // DMA that swaps the partition axis and the free axis of a 2-D tile
+  matmul,                // TensorE: PSUM[m, n] (+)= sum_k stationary[k, m] * moving[k, n]
+  transpose,             // TensorE (through the PE array, into PSUM) or VectorE (32x32 blocks)
+  activation,            // ScalarE: dst = func(src * scale + bias), optional sum along free axes
+  tensor_tensor,         // dst = src0 op0 src1
+  tensor_scalar,         // dst = (src op0 operand0) op1 operand1
+  scalar_tensor_tensor,  // dst = (src0 op0 operand0) op1 src1
+  tensor_reduce,         // dst = reduce(op0, src) over the innermost `reduce_dims` free dims
+  tensor_copy,           // dst = src, converted to dst's dtype
+  memset,                // dst = operand0.imm
+  iota,                  // dst[p, i] = index_base + partition_step * p + sum(index_steps * i)
+  select,                // dst = src0 != 0 ? src1 : src2
+  bn_stats,              // dst[p] = (count, mean, M2) of src[p]: batch-norm statistics
+  bn_aggr,               // dst[p] = (mean, variance) from groups of (count, mean, M2)
+  reciprocal,            // dst = 1 / src
+  shuffle,               // dst partition p = src partition (p & ~31) + shuffle_mask[p & 31]
+  affine_select,         // dst = (affine index expression op0 0) ? src : fill
+  partition_reduce,      // dst[0, i] = reduce(op0, src[:, i]) across partitions
+  partition_all_reduce,  // dst[p, i] = reduce(op0, src[:, i]) for every partition p
+  nop,                   // waits and updates semaphores only (a barrier, a fence)
 };
-constexpr int kOpcodeCount = 8;
+constexpr int kOpcodeCount = 21;
+// DMA instructions: the issuing engine only triggers them; a DMA queue moves the data.
+constexpr bool is_dma(Opcode op) {
+  return op == Opcode::dma_copy || op == Opcode::dma_transpose;
+}
 std::string_view name_of(Opcode op);
 std::optional<Opcode> parse_opcode(std::string_view name);
 // The opcode as the Neuron profiler shows it (DMA, MATMUL, ACTIVATE, TENSOR_TENSOR, ...).
 std::string_view profiler_name_of(Opcode op);
-// Whether `engine` can execute `op` (section 4 of the fact sheet).
+// Whether `engine` can execute `op` (section 4 of the fact sheet), from the opcode table.
 bool runs_on(Opcode op, Engine engine);
 
-enum class ActivationFunction : uint8_t {
-  identity, square, sqrt, rsqrt, reciprocal, exp, relu, tanh, sigmoid
+// One row of the opcode table: the single source for validation, `trnsim isa` and docs/isa.md.
+struct OpcodeInfo {
+  Opcode opcode;
+  std::string_view name;
+  std::string_view profiler_name;
+  uint8_t engines;  // bit index_of(Engine)
+  std::string_view operands;
+  std::string_view semantics;
+  std::string_view cost;    // in cycles of the engine that runs it
+  std::string_view source;  // where the cost comes from (fact-sheet key, or "assumption")
 };
+const OpcodeInfo& info(Opcode op);
+const std::array<OpcodeInfo, kOpcodeCount>& opcode_table();
+
+enum class ActivationFunction : uint8_t {
+  identity,
+  copy,
+  square,
+  sqrt,
+  rsqrt,
+  reciprocal,
+  exp,
+  log,
+  relu,
+  tanh,
+  sigmoid,
+  gelu,
+  gelu_tanh,
+  silu,
+  sin,
+  abs
+};
+constexpr int kActivationFunctionCount = 16;
 std::string_view name_of(ActivationFunction f);
 std::optional<ActivationFunction> parse_activation_function(std::string_view name);
 float apply(ActivationFunction f, float x);
 
-enum class AluOp : uint8_t { bypass, add, subtract, multiply, divide, max, min, pow };
+enum class AluOp : uint8_t {
+  bypass,
+  add,
+  subtract,
+  multiply,
+  divide,
+  max,
+  min,
+  pow,
+  is_equal,
+  not_equal,
+  is_ge,
+  is_gt,
+  is_le,
+  is_lt,  // 1.0 when true, else 0.0
+  bitwise_and,
+  bitwise_or,
+  bitwise_xor,
+  shift_left,
+  shift_right,  // on int32 values
+  mean,         // reductions only
+};
+constexpr int kAluOpCount = 20;
 std::string_view name_of(AluOp op);
 std::optional<AluOp> parse_alu_op(std::string_view name);
 float apply(AluOp op, float a, float b);
+constexpr bool is_bitwise(AluOp op) {
+  return op >= AluOp::bitwise_and && op <= AluOp::shift_right;
+}
+// Ops a reduction accepts: add, max, min, mean.
+constexpr bool is_reduction(AluOp op) {
+  return op == AluOp::add || op == AluOp::max || op == AluOp::min || op == AluOp::mean;
+}
 
 // An immediate, or one value per partition read from a [P, 1] access pattern.
 struct ScalarOperand {
@@ -70,7 +146,8 @@ struct Instruction {
   Opcode opcode = Opcode::tensor_copy;
   Engine engine = Engine::vector;
   AccessPattern dst;
-  std::array<AccessPattern, 2> src{};  // matmul: src[0] stationary, src[1] moving
+  // matmul: src[0] stationary, src[1] moving; select: src[0] predicate, src[1], src[2]
+  std::array<AccessPattern, 3> src{};
 
   // activation
   ActivationFunction function = ActivationFunction::identity;
@@ -90,6 +167,14 @@ struct Instruction {
   bool accumulate_stop = true;
 
   uint16_t dma_queue = 0;
+
+  // iota and affine_select: the affine expression of the partition and free indices.
+  int32_t index_base = 0;
+  int32_t partition_step = 0;
+  std::array<int32_t, kMaxFreeDims> index_steps{};  // per free dim of dst, outermost first
+  float fill = 0.0f;                                // affine_select where the test fails
+
+  std::array<uint8_t, 32> shuffle_mask{};  // shuffle: source lane within each 32 partitions
 
   std::vector<SemaphoreWait> waits;
   std::vector<SemaphoreUpdate> updates;

@@ -33,7 +33,8 @@ Tile read(const MemoryImage& mem, const AccessPattern& ap) {
   for (uint32_t p = 0; p < ap.partitions; ++p) {
     const uint8_t* base = mem.row(ap, p);
     float* out = &t(p, 0);
-    for_each_free_element(ap, [&](int64_t off) { *out++ = load_element(ap.dtype, base + off * esize); });
+    for_each_free_element(
+        ap, [&](int64_t off) { *out++ = load_element(ap.dtype, base + off * esize); });
   }
   return t;
 }
@@ -43,7 +44,8 @@ void write(MemoryImage& mem, const AccessPattern& ap, const Tile& t) {
   for (uint32_t p = 0; p < ap.partitions; ++p) {
     uint8_t* base = mem.row(ap, p);
     const float* in = &t(p, 0);
-    for_each_free_element(ap, [&](int64_t off) { store_element(ap.dtype, base + off * esize, *in++); });
+    for_each_free_element(ap,
+                          [&](int64_t off) { store_element(ap.dtype, base + off * esize, *in++); });
   }
 }
 
@@ -118,6 +120,42 @@ Tile tensor_tensor(const Tile& a, const Tile& b, AluOp op) {
   }
 }
 
+Tile transposed(const Tile& t) {
+  Tile out = t.transpose();
+  return out;
+}
+
+float reduce(AluOp op, const Eigen::Ref<const Eigen::ArrayXf>& v) {
+  switch (op) {
+    case AluOp::max:
+      return v.maxCoeff();
+    case AluOp::min:
+      return v.minCoeff();
+    case AluOp::mean:
+      return v.sum() / static_cast<float>(v.size());
+    default:
+      return v.sum();
+  }
+}
+
+// The affine expression of iota and affine_select at every element of `ap`'s shape.
+Tile affine_indices(const Instruction& in, const AccessPattern& ap) {
+  Tile t(ap.partitions, ap.free_elements());
+  std::array<uint32_t, kMaxFreeDims> idx{};
+  for (Eigen::Index f = 0; f < t.cols(); ++f) {
+    int64_t v = in.index_base;
+    for (int k = 0; k < ap.ndims; ++k) v += static_cast<int64_t>(in.index_steps[k]) * idx[k];
+    for (Eigen::Index p = 0; p < t.rows(); ++p) {
+      t(p, f) = static_cast<float>(v + static_cast<int64_t>(in.partition_step) * p);
+    }
+    for (int k = ap.ndims - 1; k >= 0; --k) {  // odometer over the free dims, innermost fastest
+      if (++idx[k] < ap.dims[k].count) break;
+      idx[k] = 0;
+    }
+  }
+  return t;
+}
+
 }  // namespace
 
 void execute(const Instruction& in, MemoryImage& mem) {
@@ -126,8 +164,95 @@ void execute(const Instruction& in, MemoryImage& mem) {
     case Opcode::tensor_copy:
       write(mem, in.dst, read(mem, in.src[0]));
       return;
+    case Opcode::dma_transpose:
+    case Opcode::transpose:
+      write(mem, in.dst, transposed(read(mem, in.src[0])));
+      return;
+    case Opcode::nop:
+      return;
+    case Opcode::reciprocal:
+      write(mem, in.dst, read(mem, in.src[0]).inverse());
+      return;
+    case Opcode::scalar_tensor_tensor: {
+      Tile t = read(mem, in.src[0]);
+      apply_alu_per_row(t, in.op0, scalar_column(mem, in.operand0, in.src[0].partitions));
+      write(mem, in.dst, tensor_tensor(t, read(mem, in.src[1]), in.op1));
+      return;
+    }
+    case Opcode::iota:
+      write(mem, in.dst, affine_indices(in, in.dst));
+      return;
+    case Opcode::affine_select: {
+      const Tile idx = affine_indices(in, in.dst);
+      const Tile src = read(mem, in.src[0]);
+      Tile out(src.rows(), src.cols());
+      for (Eigen::Index i = 0; i < src.size(); ++i) {
+        out(i) = apply(in.op0, idx(i), 0.0f) != 0.0f ? src(i) : in.fill;
+      }
+      write(mem, in.dst, out);
+      return;
+    }
+    case Opcode::select: {
+      const Tile pred = read(mem, in.src[0]);
+      write(mem, in.dst, (pred != 0.0f).select(read(mem, in.src[1]), read(mem, in.src[2])));
+      return;
+    }
+    case Opcode::bn_stats: {
+      const Tile t = read(mem, in.src[0]);
+      Tile out(t.rows(), 3);
+      for (Eigen::Index p = 0; p < t.rows(); ++p) {
+        const float mean = t.row(p).mean();
+        out(p, 0) = static_cast<float>(t.cols());
+        out(p, 1) = mean;
+        out(p, 2) = (t.row(p) - mean).square().sum();
+      }
+      write(mem, in.dst, out);
+      return;
+    }
+    case Opcode::bn_aggr: {
+      // Chan et al.'s pairwise combination of (count, mean, M2) groups.
+      const Tile t = read(mem, in.src[0]);
+      Tile out(t.rows(), 2);
+      for (Eigen::Index p = 0; p < t.rows(); ++p) {
+        double n = 0, mean = 0, m2 = 0;
+        for (Eigen::Index g = 0; g + 2 < t.cols(); g += 3) {
+          const double nb = t(p, g), mb = t(p, g + 1), m2b = t(p, g + 2);
+          if (nb <= 0) continue;
+          const double delta = mb - mean;
+          const double total = n + nb;
+          mean += delta * nb / total;
+          m2 += m2b + delta * delta * n * nb / total;
+          n = total;
+        }
+        out(p, 0) = static_cast<float>(mean);
+        out(p, 1) = static_cast<float>(n > 0 ? m2 / n : 0.0);
+      }
+      write(mem, in.dst, out);
+      return;
+    }
+    case Opcode::shuffle: {
+      const Tile src = read(mem, in.src[0]);
+      Tile out(src.rows(), src.cols());
+      for (Eigen::Index p = 0; p < src.rows(); ++p) {
+        out.row(p) = src.row((p & ~Eigen::Index(31)) + in.shuffle_mask[p & 31]);
+      }
+      write(mem, in.dst, out);
+      return;
+    }
+    case Opcode::partition_reduce:
+    case Opcode::partition_all_reduce: {
+      const Tile src = read(mem, in.src[0]);
+      Tile out(in.dst.partitions, src.cols());
+      for (Eigen::Index f = 0; f < src.cols(); ++f) {
+        const float v = reduce(in.op0, src.col(f));
+        out.col(f).setConstant(v);
+      }
+      write(mem, in.dst, out);
+      return;
+    }
     case Opcode::memset:
-      write(mem, in.dst, Tile::Constant(in.dst.partitions, in.dst.free_elements(), in.operand0.imm));
+      write(mem, in.dst,
+            Tile::Constant(in.dst.partitions, in.dst.free_elements(), in.operand0.imm));
       return;
     case Opcode::matmul: {
       const Tile stationary = read(mem, in.src[0]);  // K x M
@@ -172,8 +297,7 @@ void execute(const Instruction& in, MemoryImage& mem) {
       for (Eigen::Index p = 0; p < t.rows(); ++p) {
         for (Eigen::Index k = 0; k < kept; ++k) {
           auto seg = t.row(p).segment(k * group, group);
-          out(p, k) = in.op0 == AluOp::add ? seg.sum() : in.op0 == AluOp::max ? seg.maxCoeff()
-                                                                              : seg.minCoeff();
+          out(p, k) = reduce(in.op0, seg.transpose());
         }
       }
       write(mem, in.dst, out);

@@ -27,7 +27,9 @@ struct Picoseconds {
   friend constexpr bool operator!=(Picoseconds a, Picoseconds b) { return a.value != b.value; }
 };
 
-constexpr Picoseconds max(Picoseconds a, Picoseconds b) { return a < b ? b : a; }
+constexpr Picoseconds max(Picoseconds a, Picoseconds b) {
+  return a < b ? b : a;
+}
 
 struct Cycles {
   uint64_t value = 0;

@@ -17,9 +17,10 @@ struct InstructionRecord {
   isa::Engine engine = isa::Engine::sync;
   uint32_t index = 0;     // position in the engine's stream
   Picoseconds ready;      // the previous instruction of the engine finished
-  Picoseconds start;      // every semaphore wait was met
+  Picoseconds start;      // every semaphore wait was met and the shared ports were free
+  Picoseconds port_wait;  // part of [ready, start) spent waiting for a shared port
   Picoseconds end;
-  Cycles cycles;          // cost in the engine's clock
+  Cycles cycles;                      // cost in the engine's clock
   int32_t blocked_on = kNoSemaphore;  // the last semaphore the instruction waited for
 };
 

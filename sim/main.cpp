@@ -1,7 +1,7 @@
 // The trnsim command line (contract in docs/cli.md and the design brief).
-#include <CLI/CLI.hpp>
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
+#include <CLI/CLI.hpp>
 
 #include <cstdlib>
 #include <cstring>
@@ -32,8 +32,7 @@ int sc_main(int argc, char* argv[]) {
   app.add_option("workload", o.workload, "workload JSON file (see docs/workload-format.md)")
       ->required();
   app.add_option("--arch", o.arch, "hardware preset: trn1 or trn2")->capture_default_str();
-  app.add_option("--out", o.out, "directory for stats.json and trace.json")
-      ->capture_default_str();
+  app.add_option("--out", o.out, "directory for stats.json and trace.json")->capture_default_str();
   app.add_flag("--timing-only", o.timing_only,
                "skip tensor data and the functional check; same cycle counts");
   bool verbose = false;
@@ -46,8 +45,9 @@ int sc_main(int argc, char* argv[]) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
     spdlog::error("{}", e.what());
-    std::fprintf(stderr, "usage: trnsim WORKLOAD.json [--arch trn1|trn2] [--out DIR] "
-                         "[--timing-only]   (trnsim --help for more)\n");
+    std::fprintf(stderr,
+                 "usage: trnsim WORKLOAD.json [--arch trn1|trn2] [--out DIR] "
+                 "[--timing-only]   (trnsim --help for more)\n");
     return trnsim::sim::kBadInput;
   }
   spdlog::set_level(verbose ? spdlog::level::debug : spdlog::level::warn);

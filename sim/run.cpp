@@ -63,8 +63,7 @@ int run(const RunOptions& o) {
     StatsCollector stats(k.program, *arch);
     TraceWriter trace(o.out + "/trace.json", k.program, *arch);
     Fanout sink(stats, trace);
-    const models::SimulationResult result =
-        models::simulate(k.program, *arch, memory.get(), sink);
+    const models::SimulationResult result = models::simulate(k.program, *arch, memory.get(), sink);
     if (!result.completed) {
       spdlog::error("{}: the program deadlocked at {:.3f} us; engines still waiting:\n{}",
                     o.workload, result.end_time.us(), result.deadlock);

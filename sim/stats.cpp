@@ -20,11 +20,13 @@ void StatsCollector::on_instruction(const models::InstructionRecord& r) {
   EngineStats& s = engines_[isa::index_of(r.engine)];
   ++s.instructions;
   s.active = s.active + (r.end - r.start);
-  s.semaphore_wait = s.semaphore_wait + (r.start - r.ready);
+  s.semaphore_wait = s.semaphore_wait + (r.start - r.ready - r.port_wait);
+  s.port_wait = s.port_wait + r.port_wait;
   s.flops += models::instruction_flops(in);
-  if (in.opcode == isa::Opcode::dma_copy) return;  // counted when the transfer completes
+  if (isa::is_dma(in.opcode)) return;  // counted when the transfer completes
   count(in.src[0], false);
   count(in.src[1], false);
+  count(in.src[2], false);
   count(in.scale.per_partition, false);
   count(in.bias.per_partition, false);
   count(in.operand0.per_partition, false);

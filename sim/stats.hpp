@@ -14,8 +14,9 @@ namespace trnsim::sim {
 
 struct EngineStats {
   uint64_t instructions = 0;
-  Picoseconds active;         // instructions running, semaphore waits excluded
-  Picoseconds semaphore_wait; // ready to issue until the condition was met
+  Picoseconds active;          // instructions running, semaphore waits excluded
+  Picoseconds semaphore_wait;  // ready to issue until the condition was met
+  Picoseconds port_wait;       // waiting for a port shared with another engine
   uint64_t flops = 0;
 };
 

@@ -35,7 +35,9 @@ double percent(Picoseconds part, Picoseconds whole) {
   return whole.value > 0 ? 100.0 * static_cast<double>(part.value) / whole.value : 0.0;
 }
 
-double seconds(Picoseconds t) { return static_cast<double>(t.value) * 1e-12; }
+double seconds(Picoseconds t) {
+  return static_cast<double>(t.value) * 1e-12;
+}
 
 json arch_json(const isa::ArchConfig& a) {
   json clocks = json::object();
@@ -92,8 +94,7 @@ json stats_json(const RunReport& r) {
   summary["hardware_flops"] = hardware_flops;
   summary["mfu_estimated_percent"] = peak > 0 ? 100.0 * r.kernel.model_flops / peak : 0.0;
   summary["hfu_estimated_percent"] = peak > 0 ? 100.0 * hardware_flops / peak : 0.0;
-  const uint64_t hbm_bytes =
-      s.traffic(isa::Memory::hbm).read + s.traffic(isa::Memory::hbm).written;
+  const uint64_t hbm_bytes = s.traffic(isa::Memory::hbm).read + s.traffic(isa::Memory::hbm).written;
   const double hbm_peak = r.arch.hbm_bytes_per_ns * r.total.ns();
   summary["mbu_estimated_percent"] = hbm_peak > 0 ? 100.0 * hbm_bytes / hbm_peak : 0.0;
   for (isa::Engine e : isa::kAllEngines) {
@@ -103,6 +104,7 @@ json stats_json(const RunReport& r) {
     summary[k + "active_time_percent"] = percent(es.active, r.total);
     summary[k + "instruction_count"] = es.instructions;
     summary[k + "semaphore_wait_time"] = seconds(es.semaphore_wait);
+    summary[k + "port_wait_time"] = seconds(es.port_wait);
   }
   summary["dma_transfer_count"] = s.transfers();
   summary["dma_transfer_bytes"] = s.dma_bytes();
@@ -159,21 +161,19 @@ std::string summary_text(const RunReport& r) {
   switch (r.check.status) {
     case CheckResult::Status::pass:
     case CheckResult::Status::fail:
-      check = fmt::format("check: {} (max abs err {:.2e}, max rel err {:.2e}, {}{})",
-                          r.check.status == CheckResult::Status::pass ? "PASS" : "FAIL",
-                          r.check.max_abs_error, r.check.max_rel_error,
-                          isa::name_of(r.workload.dtype),
-                          r.check.mismatches ? fmt::format(", {} of {} elements off",
-                                                           grouped(r.check.mismatches),
-                                                           grouped(r.check.elements))
-                                             : "");
+      check = fmt::format(
+          "check: {} (max abs err {:.2e}, max rel err {:.2e}, {}{})",
+          r.check.status == CheckResult::Status::pass ? "PASS" : "FAIL", r.check.max_abs_error,
+          r.check.max_rel_error, isa::name_of(r.workload.dtype),
+          r.check.mismatches ? fmt::format(", {} of {} elements off", grouped(r.check.mismatches),
+                                           grouped(r.check.elements))
+                             : "");
       break;
     case CheckResult::Status::skipped:
       check = "check: skipped (timing only)";
   }
   out += fmt::format("total {}   NeuronCore cycles {} @{:g} GHz   {}\n", duration(r.total),
-                     grouped(to_cycles(r.total, r.arch.base_mhz)), r.arch.base_mhz / 1000.0,
-                     check);
+                     grouped(to_cycles(r.total, r.arch.base_mhz)), r.arch.base_mhz / 1000.0, check);
   // The busiest resource is what holds the kernel back.
   double busiest = percent(s.dma_active(), r.total);
   int busiest_engine = -1;
@@ -205,11 +205,11 @@ std::string summary_text(const RunReport& r) {
   out += fmt::format("{:<9}{:>8}{:>12}{:>8.1f}%{:>14}   {}\n", "DMA", grouped(s.transfers()),
                      duration(s.dma_active()), percent(s.dma_active(), r.total), "-",
                      busiest_engine < 0 ? "busiest" : "");
-  out += fmt::format("DMA {} moved, avg {} per transfer, {:.0f} GB/s; HBM {:.0f} GB/s = {:.0f}% of "
-                     "the core's {:.0f} GB/s\n",
-                     bytes_text(s.dma_bytes()),
-                     bytes_text(s.transfers() ? s.dma_bytes() / s.transfers() : 0), dma_bw, hbm_bw,
-                     100.0 * hbm_bw / r.arch.hbm_bytes_per_ns, r.arch.hbm_bytes_per_ns);
+  out += fmt::format(
+      "DMA {} moved, avg {} per transfer, {:.0f} GB/s; HBM {:.0f} GB/s = {:.0f}% of "
+      "the core's {:.0f} GB/s\n",
+      bytes_text(s.dma_bytes()), bytes_text(s.transfers() ? s.dma_bytes() / s.transfers() : 0),
+      dma_bw, hbm_bw, 100.0 * hbm_bw / r.arch.hbm_bytes_per_ns, r.arch.hbm_bytes_per_ns);
   out += fmt::format("outputs: {}/{{stats.json,trace.json}}\n", r.out_dir);
   // Rows without a note end without trailing blanks.
   std::string trimmed;

@@ -12,7 +12,9 @@ namespace {
 constexpr int kCorePid = 1;
 constexpr size_t kFlushBytes = 1 << 16;
 
-std::string json_string(const std::string& s) { return nlohmann::json(s).dump(); }
+std::string json_string(const std::string& s) {
+  return nlohmann::json(s).dump();
+}
 }  // namespace
 
 std::string trace_timestamp(Picoseconds t) {
@@ -24,11 +26,12 @@ TraceWriter::TraceWriter(const std::string& path, const isa::Program& program,
                          const isa::ArchConfig& arch)
     : file_(path), program_(program), arch_(arch) {
   buffer_ = "{\"displayTimeUnit\":\"ns\",\"traceEvents\":[\n";
-  event(fmt::format(R"({{"ph":"M","pid":{},"name":"process_name","args":{{"name":{}}}}})",
-                    kCorePid, json_string(fmt::format("NeuronCore 0 ({}) {}", arch.name, program.name))));
+  event(fmt::format(R"({{"ph":"M","pid":{},"name":"process_name","args":{{"name":{}}}}})", kCorePid,
+                    json_string(fmt::format("NeuronCore 0 ({}) {}", arch.name, program.name))));
   for (isa::Engine e : isa::kAllEngines) {
-    event(fmt::format(R"({{"ph":"M","pid":{},"tid":{},"name":"thread_name","args":{{"name":"{}"}}}})",
-                      kCorePid, engine_lane(e), isa::name_of(e)));
+    event(
+        fmt::format(R"({{"ph":"M","pid":{},"tid":{},"name":"thread_name","args":{{"name":"{}"}}}})",
+                    kCorePid, engine_lane(e), isa::name_of(e)));
     event(fmt::format(
         R"({{"ph":"M","pid":{},"tid":{},"name":"thread_sort_index","args":{{"sort_index":{}}}}})",
         kCorePid, engine_lane(e), engine_lane(e)));
@@ -60,7 +63,13 @@ void TraceWriter::flush_if_full() {
 void TraceWriter::on_instruction(const models::InstructionRecord& r) {
   const isa::Instruction& in = program_.stream(r.engine)[r.index];
   const int lane = engine_lane(r.engine);
-  if (r.start > r.ready && r.blocked_on != models::kNoSemaphore) {
+  const Picoseconds semaphores_met = r.start - r.port_wait;
+  if (r.port_wait.value > 0) {
+    event(fmt::format(
+        R"({{"ph":"X","pid":{},"tid":{},"ts":{},"dur":{},"name":"port wait","cat":"port","args":{{"why":"a shared SBUF/PSUM port or PSUM bank is in use by another engine"}}}})",
+        kCorePid, lane, trace_timestamp(semaphores_met), trace_timestamp(r.port_wait)));
+  }
+  if (semaphores_met > r.ready && r.blocked_on != models::kNoSemaphore) {
     int64_t value = 0;
     for (const auto& w : in.waits) {
       if (w.semaphore == r.blocked_on) value = w.value;
@@ -68,21 +77,21 @@ void TraceWriter::on_instruction(const models::InstructionRecord& r) {
     const std::string& sem = program_.semaphores[r.blocked_on].name;
     event(fmt::format(
         R"({{"ph":"X","pid":{},"tid":{},"ts":{},"dur":{},"name":{},"cat":"semaphore","args":{{"semaphore":{},"reaches":{}}}}})",
-        kCorePid, lane, trace_timestamp(r.ready), trace_timestamp(r.start - r.ready),
+        kCorePid, lane, trace_timestamp(r.ready), trace_timestamp(semaphores_met - r.ready),
         json_string(fmt::format("wait {} >= {}", sem, value)), json_string(sem), value));
   }
   std::string operands = fmt::format("dst={}", in.dst.to_string());
-  for (int i = 0; i < 2; ++i) {
+  for (int i = 0; i < 3; ++i) {
     if (in.src[i].present()) operands += fmt::format(" src{}={}", i, in.src[i].to_string());
   }
-  std::string args = fmt::format(
-      R"("opcode":"{}","index":{},"label":{},"operands":{},"cycles":{},"flops":{})",
-      isa::name_of(in.opcode), r.index, json_string(in.label), json_string(operands), r.cycles.value,
-      models::instruction_flops(in));
+  std::string args =
+      fmt::format(R"("opcode":"{}","index":{},"label":{},"operands":{},"cycles":{},"flops":{})",
+                  isa::name_of(in.opcode), r.index, json_string(in.label), json_string(operands),
+                  r.cycles.value, models::instruction_flops(in));
   if (in.opcode == isa::Opcode::activation) {
     args += fmt::format(R"(,"function":"{}")", isa::name_of(in.function));
   }
-  if (in.opcode == isa::Opcode::dma_copy) {
+  if (isa::is_dma(in.opcode)) {
     args += fmt::format(R"(,"queue":{})", json_string(program_.queues[in.dma_queue].name));
   }
   event(fmt::format(
@@ -98,7 +107,8 @@ void TraceWriter::on_transfer(const models::TransferRecord& r) {
       R"({{"ph":"X","pid":{},"tid":{},"ts":{},"dur":{},"name":{},"cat":"dma","args":{{"bytes":{},"dma_engines":{},"descriptors":{},"issued_by":"{}","issued_at_us":{},"src":{},"dst":{}}}}})",
       kCorePid, queue_lane(r.queue), trace_timestamp(r.start), trace_timestamp(r.end - r.start),
       json_string(name), r.bytes, r.engines, r.descriptors, isa::name_of(r.issuer),
-      trace_timestamp(r.issued), json_string(in.src[0].to_string()), json_string(in.dst.to_string())));
+      trace_timestamp(r.issued), json_string(in.src[0].to_string()),
+      json_string(in.dst.to_string())));
 }
 
 void TraceWriter::commit() {

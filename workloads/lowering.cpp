@@ -14,7 +14,9 @@ uint64_t SeededRandom::next() {
   return z ^ (z >> 31);
 }
 
-double SeededRandom::uniform() { return static_cast<double>(next() >> 11) * 0x1.0p-53; }
+double SeededRandom::uniform() {
+  return static_cast<double>(next() >> 11) * 0x1.0p-53;
+}
 
 double SeededRandom::normal() {
   const double u1 = 1.0 - uniform();  // (0, 1]

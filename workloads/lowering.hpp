@@ -29,11 +29,11 @@ struct Tolerance {
 
 struct LoweredKernel {
   isa::Program program;
-  std::vector<HostTensor> inputs;     // empty when lowered for timing only
-  std::vector<HostTensor> expected;   // reference outputs (same names as the outputs)
+  std::vector<HostTensor> inputs;    // empty when lowered for timing only
+  std::vector<HostTensor> expected;  // reference outputs (same names as the outputs)
   Tolerance tolerance;
-  nlohmann::json choices;             // the lowering parameters used
-  uint64_t model_flops = 0;           // FLOPs the operation needs, independent of lowering
+  nlohmann::json choices;    // the lowering parameters used
+  uint64_t model_flops = 0;  // FLOPs the operation needs, independent of lowering
 };
 
 // Writes the kernel's inputs into HBM at their tensors' addresses.
@@ -60,9 +60,9 @@ LoweredKernel lower(const Workload& w, const isa::ArchConfig& arch, bool functio
 class SeededRandom {
  public:
   explicit SeededRandom(uint64_t seed) : state_(seed) {}
-  uint64_t next();           // splitmix64
-  double uniform();          // [0, 1)
-  double normal();           // Box-Muller
+  uint64_t next();   // splitmix64
+  double uniform();  // [0, 1)
+  double normal();   // Box-Muller
  private:
   uint64_t state_;
 };

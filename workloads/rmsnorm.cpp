@@ -90,8 +90,7 @@ Instruction make(Opcode op, Engine e, std::string label) {
 
 }  // namespace
 
-LoweredKernel lower_rmsnorm_fused(const Workload& w, const isa::ArchConfig& arch,
-                                  bool functional) {
+LoweredKernel lower_rmsnorm_fused(const Workload& w, const isa::ArchConfig& arch, bool functional) {
   const RmsNormChoices c = parse_rmsnorm_choices(w, arch);
   const int64_t rows = w.shape[0];
   const int64_t hidden = w.shape[1];
@@ -284,8 +283,8 @@ LoweredKernel lower_rmsnorm_fused(const Workload& w, const isa::ArchConfig& arch
     for (float& v : x.values) v = isa::round_to(dt, static_cast<float>(rng.normal()));
     HostTensor gamma{"gamma", dt, {hidden}, std::vector<float>(hidden)};
     for (float& v : gamma.values) v = isa::round_to(dt, static_cast<float>(0.5 + rng.uniform()));
-    k.expected.push_back(HostTensor{"y", dt, {rows, hidden},
-                                    rmsnorm_reference(x.values, gamma.values, rows, hidden, w.eps)});
+    k.expected.push_back(HostTensor{
+        "y", dt, {rows, hidden}, rmsnorm_reference(x.values, gamma.values, rows, hidden, w.eps)});
     k.inputs.push_back(std::move(x));
     k.inputs.push_back(std::move(gamma));
   }

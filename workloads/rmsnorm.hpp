@@ -7,14 +7,13 @@ namespace trnsim::workloads {
 
 // The fused kernel's choices (reported in stats.json under "choices").
 struct RmsNormChoices {
-  uint32_t tile_rows = 128;            // rows per tile, one per partition (1..partitions)
-  uint32_t bufs = 2;                   // tiles in flight: DMA of the next overlaps this one (1..8)
+  uint32_t tile_rows = 128;  // rows per tile, one per partition (1..partitions)
+  uint32_t bufs = 2;         // tiles in flight: DMA of the next overlaps this one (1..8)
   isa::Engine scale_engine = isa::Engine::scalar;  // multiplies x by 1/rms: scalar or vector
 };
 
 RmsNormChoices parse_rmsnorm_choices(const Workload& w, const isa::ArchConfig& arch);
-LoweredKernel lower_rmsnorm_fused(const Workload& w, const isa::ArchConfig& arch,
-                                  bool functional);
+LoweredKernel lower_rmsnorm_fused(const Workload& w, const isa::ArchConfig& arch, bool functional);
 
 // The reference, in double precision from the same (dtype-rounded) inputs.
 std::vector<float> rmsnorm_reference(const std::vector<float>& x, const std::vector<float>& gamma,

@@ -24,8 +24,8 @@ std::string closest_name(const std::string& word, const std::vector<std::string>
     for (size_t i = 1; i <= word.size(); ++i) {
       cur[0] = i;
       for (size_t j = 1; j <= k.size(); ++j) {
-        cur[j] = std::min({prev[j] + 1, cur[j - 1] + 1,
-                           prev[j - 1] + (word[i - 1] == k[j - 1] ? 0 : 1)});
+        cur[j] = std::min(
+            {prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (word[i - 1] == k[j - 1] ? 0 : 1)});
       }
       std::swap(prev, cur);
     }
@@ -39,12 +39,14 @@ std::string closest_name(const std::string& word, const std::vector<std::string>
 
 namespace {
 
-const std::vector<std::string> kKeys = {"name", "kernel", "variant", "shape", "dtype",
-                                        "eps",  "seed",   "params"};
+const std::vector<std::string> kKeys = {"name",  "kernel", "variant", "shape",
+                                        "dtype", "eps",    "seed",    "params"};
 const std::vector<std::string> kKernels = {"rmsnorm"};
 const std::vector<std::string> kVariants = {"fused"};
 
-std::string type_name(const json& v) { return v.type_name(); }
+std::string type_name(const json& v) {
+  return v.type_name();
+}
 
 struct Reader {
   const std::string& file;
@@ -61,9 +63,9 @@ struct Reader {
     const std::string s = v.get<std::string>();
     if (std::find(allowed.begin(), allowed.end(), s) == allowed.end()) {
       const std::string near = closest_name(s, allowed);
-      fail(where, fmt::format("unknown {} \"{}\"; expected one of: {}{}", key, s,
-                              fmt::join(allowed, ", "),
-                              near.empty() ? "" : fmt::format(" (did you mean \"{}\"?)", near)));
+      fail(where,
+           fmt::format("unknown {} \"{}\"; expected one of: {}{}", key, s, fmt::join(allowed, ", "),
+                       near.empty() ? "" : fmt::format(" (did you mean \"{}\"?)", near)));
     }
     return s;
   }
@@ -88,9 +90,9 @@ Workload parse_workload(const std::string& text, const std::string& file) {
     }
     std::string what = e.what();
     const auto pos = what.find("syntax error");
-    throw WorkloadError(file, fmt::format("line {}, column {}", line, column),
-                        fmt::format("malformed JSON ({})",
-                                    pos == std::string::npos ? what : what.substr(pos)));
+    throw WorkloadError(
+        file, fmt::format("line {}, column {}", line, column),
+        fmt::format("malformed JSON ({})", pos == std::string::npos ? what : what.substr(pos)));
   }
   Reader r{file, doc};
   if (!doc.is_object()) r.fail("/", fmt::format("expected a JSON object, got {}", type_name(doc)));

@@ -21,10 +21,10 @@ class WorkloadError : public std::runtime_error {
 };
 
 struct Workload {
-  std::string file;      // as given, for messages
-  std::string name;      // "name" in the file, or the file's stem
-  std::string kernel;    // "rmsnorm", ...
-  std::string variant;   // "fused", ...
+  std::string file;     // as given, for messages
+  std::string name;     // "name" in the file, or the file's stem
+  std::string kernel;   // "rmsnorm", ...
+  std::string variant;  // "fused", ...
   std::vector<int64_t> shape;
   isa::DType dtype = isa::DType::bf16;
   double eps = 1e-6;

@@ -5,7 +5,11 @@ namespace trnsim::models {
 DmaQueueModule::DmaQueueModule(sc_core::sc_module_name name, uint16_t id,
                                const isa::DmaQueue& queue, SemaphoreFile& semaphores,
                                isa::MemoryImage* memory, EventSink& sink)
-    : sc_module(name), id_(id), queue_(queue), semaphores_(semaphores), memory_(memory),
+    : sc_module(name),
+      id_(id),
+      queue_(queue),
+      semaphores_(semaphores),
+      memory_(memory),
       sink_(sink) {
   SC_THREAD(run);
 }

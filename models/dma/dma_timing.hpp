@@ -17,12 +17,12 @@ namespace trnsim::models {
 
 struct DmaPlan {
   uint64_t bytes = 0;
-  uint32_t engines = 0;              // DMA engines that take part: the semaphore rises by this
+  uint32_t engines = 0;  // DMA engines that take part: the semaphore rises by this
   uint32_t partitions_per_engine = 0;
-  uint64_t run_bytes = 0;            // bytes of one element run (one descriptor)
-  uint64_t descriptors = 0;          // over all engines
-  Picoseconds engine_time;           // busy time of the most loaded engine
-  uint64_t hbm_bytes = 0;            // bytes read from plus written to HBM
+  uint64_t run_bytes = 0;    // bytes of one element run (one descriptor)
+  uint64_t descriptors = 0;  // over all engines
+  Picoseconds engine_time;   // busy time of the most loaded engine
+  uint64_t hbm_bytes = 0;    // bytes read from plus written to HBM
 };
 
 DmaPlan plan_transfer(const isa::Instruction& dma, const isa::ArchConfig& arch);

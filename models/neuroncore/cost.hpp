@@ -1,7 +1,9 @@
 // Instruction cost: plain functions of (instruction, arch), no SystemC. The formulas are the
-// documented per-instruction estimates (fact sheet section 5, source I1); each rule has a
-// contract test in tests/contract/ named after it.
+// documented per-instruction estimates (fact sheet section 5, source I1; performance modes
+// A2); each rule has a contract test in tests/contract/ named after it.
 #pragma once
+
+#include <cstdint>
 
 #include "isa/arch.hpp"
 #include "isa/instruction.hpp"
@@ -20,6 +22,19 @@ Picoseconds instruction_time(const isa::Instruction& in, const isa::ArchConfig& 
 // True when tensor_tensor takes the documented fast path: inputs in SBUF (or one in PSUM and
 // one in SBUF), all operands bf16, op add/subtract/multiply, innermost stride 1.
 bool tensor_tensor_fast_path(const isa::Instruction& in);
+
+// The v3 VectorE performance mode an instruction runs in (A2): 4, 2, or 1 (none).
+uint32_t vector_perf_mode(const isa::Instruction& in, const isa::ArchConfig& arch);
+
+// Shared ports an instruction holds while it runs; two instructions that need a common port
+// do not overlap (the v2 port conflicts, and on v3 the PSUM banks and the bus VectorE's
+// performance modes share with GpSimdE).
+enum Port : uint32_t {
+  kPortSbufVectorGpSimd = 1u << 0,
+  kPortPsumVectorScalar = 1u << 1,
+  kPortPsumBank0 = 1u << 8,  // bank b is kPortPsumBank0 << b
+};
+uint32_t ports_of(const isa::Instruction& in, const isa::ArchConfig& arch);
 
 // Floating-point operations the instruction performs (matmul: 2 x K x M x N; elementwise: one
 // per output element per op). DMA moves bytes and does no FLOPs.

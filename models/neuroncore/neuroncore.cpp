@@ -11,11 +11,17 @@ EngineModule::EngineModule(sc_core::sc_module_name name, isa::Engine engine, Neu
     : sc_module(name), engine_(engine), core_(core) {
   const auto& stream = core.program.stream(engine);
   cost_.reserve(stream.size());
-  for (const auto& in : stream) cost_.push_back(instruction_time(in, core.arch));
+  ports_.reserve(stream.size());
+  for (const auto& in : stream) {
+    cost_.push_back(instruction_time(in, core.arch));
+    ports_.push_back(ports_of(in, core.arch));
+  }
   SC_THREAD(run);
 }
 
-bool EngineModule::finished() const { return next_ == core_.program.stream(engine_).size(); }
+bool EngineModule::finished() const {
+  return next_ == core_.program.stream(engine_).size();
+}
 
 void EngineModule::run() {
   const auto& stream = core_.program.stream(engine_);
@@ -33,9 +39,20 @@ void EngineModule::run() {
       }
     }
     blocked_ = nullptr;
+    const uint32_t ports = ports_[next_];
+    if (ports != 0) {
+      const Picoseconds want = now();
+      while ((core_.ports_held & ports) != 0) wait(core_.ports_released);
+      r.port_wait = now() - want;
+      core_.ports_held |= ports;
+    }
     r.start = now();
     wait(to_sc_time(cost_[next_]));
-    if (in.opcode == isa::Opcode::dma_copy) {
+    if (ports != 0) {
+      core_.ports_held &= ~ports;
+      core_.ports_released.notify(sc_core::SC_ZERO_TIME);
+    }
+    if (isa::is_dma(in.opcode)) {
       const DmaPlan& plan = core_.plan_of(engine_, next_);
       QueuedTransfer t{&in, r.index, now(), core_.dma_engines.schedule(plan, now(), core_.hbm),
                        &plan};
@@ -63,17 +80,17 @@ NeuronCore::NeuronCore(sc_core::sc_module_name name, const isa::Program& program
   for (isa::Engine e : isa::kAllEngines) {
     plan_base_[isa::index_of(e)] = dma_plans.size();
     for (const auto& in : program.stream(e)) {
-      dma_plans.push_back(in.opcode == isa::Opcode::dma_copy ? plan_transfer(in, arch)
-                                                             : DmaPlan{});
+      dma_plans.push_back(isa::is_dma(in.opcode) ? plan_transfer(in, arch) : DmaPlan{});
     }
   }
   for (size_t q = 0; q < program.queues.size(); ++q) {
-    queues.push_back(std::make_unique<DmaQueueModule>(
-        fmt::format("queue{}", q).c_str(), static_cast<uint16_t>(q), program.queues[q],
-        semaphores, memory, sink));
+    queues.push_back(std::make_unique<DmaQueueModule>(fmt::format("queue{}", q).c_str(),
+                                                      static_cast<uint16_t>(q), program.queues[q],
+                                                      semaphores, memory, sink));
   }
   for (isa::Engine e : isa::kAllEngines) {
-    engines.push_back(std::make_unique<EngineModule>(std::string(isa::key_of(e)).c_str(), e, *this));
+    engines.push_back(
+        std::make_unique<EngineModule>(std::string(isa::key_of(e)).c_str(), e, *this));
   }
 }
 

@@ -39,14 +39,15 @@ class EngineModule : public sc_core::sc_module {
   isa::Engine engine_;
   NeuronCore& core_;
   std::vector<Picoseconds> cost_;  // per instruction, computed before the run
+  std::vector<uint32_t> ports_;    // per instruction: shared ports it holds while running
   size_t next_ = 0;
   const isa::SemaphoreWait* blocked_ = nullptr;
 };
 
 class NeuronCore : public sc_core::sc_module {
  public:
-  NeuronCore(sc_core::sc_module_name name, const isa::Program& program,
-             const isa::ArchConfig& arch, isa::MemoryImage* memory, EventSink& sink);
+  NeuronCore(sc_core::sc_module_name name, const isa::Program& program, const isa::ArchConfig& arch,
+             isa::MemoryImage* memory, EventSink& sink);
 
   const isa::Program& program;
   const isa::ArchConfig& arch;
@@ -58,6 +59,8 @@ class NeuronCore : public sc_core::sc_module {
   std::vector<DmaPlan> dma_plans;  // per engine stream position, filled for DMA instructions
   std::vector<std::unique_ptr<DmaQueueModule>> queues;
   std::vector<std::unique_ptr<EngineModule>> engines;
+  uint32_t ports_held = 0;  // shared ports (models::Port bits) in use
+  sc_core::sc_event ports_released;
 
   const DmaPlan& plan_of(isa::Engine e, size_t index) const;
   std::string deadlock_report() const;

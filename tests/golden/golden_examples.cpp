@@ -9,13 +9,16 @@ using namespace trnsim_test;
 
 namespace {
 void check_golden(const std::string& name) {
-  const std::string golden_path = std::string(TRNSIM_SOURCE_DIR) + "/tests/golden/" + name + ".json";
+  const std::string golden_path =
+      std::string(TRNSIM_SOURCE_DIR) + "/tests/golden/" + name + ".json";
   REQUIRE(std::filesystem::exists(golden_path));
   const auto golden = read_json(golden_path);
   const std::string dir = fresh_dir("golden_" + name);
-  const std::string workload = std::string(TRNSIM_SOURCE_DIR) + "/" + golden["workload"].get<std::string>();
-  const Invocation r = trnsim(workload + " --timing-only --arch " + golden["arch"].get<std::string>() +
-                                  " --out " + dir, dir);
+  const std::string workload =
+      std::string(TRNSIM_SOURCE_DIR) + "/" + golden["workload"].get<std::string>();
+  const Invocation r = trnsim(
+      workload + " --timing-only --arch " + golden["arch"].get<std::string>() + " --out " + dir,
+      dir);
   INFO(r.err);
   REQUIRE(r.exit_code == 0);
   const auto stats = read_json(dir + "/stats.json");
@@ -27,12 +30,15 @@ void check_golden(const std::string& name) {
 }  // namespace
 
 TEST_CASE("golden: every example workload has a golden file") {
-  for (const auto& entry :
-       std::filesystem::directory_iterator(std::string(TRNSIM_SOURCE_DIR) + "/workloads/examples")) {
+  for (const auto& entry : std::filesystem::directory_iterator(std::string(TRNSIM_SOURCE_DIR) +
+                                                               "/workloads/examples")) {
     const std::string stem = entry.path().stem().string();
     INFO("example " << stem);
-    CHECK(std::filesystem::exists(std::string(TRNSIM_SOURCE_DIR) + "/tests/golden/" + stem + ".json"));
+    CHECK(std::filesystem::exists(std::string(TRNSIM_SOURCE_DIR) + "/tests/golden/" + stem +
+                                  ".json"));
   }
 }
 
-TEST_CASE("golden: rmsnorm cycle counts") { check_golden("rmsnorm"); }
+TEST_CASE("golden: rmsnorm cycle counts") {
+  check_golden("rmsnorm");
+}

@@ -25,13 +25,15 @@ std::string rejected(const std::string& name, const std::string& workload,
 }  // namespace
 
 TEST_CASE("malformed JSON exits 2 naming the line and column") {
-  const std::string err = rejected("malformed", "{\n  \"kernel\": \"rmsnorm\",\n  \"shape\": [2048 4096]\n}\n");
+  const std::string err =
+      rejected("malformed", "{\n  \"kernel\": \"rmsnorm\",\n  \"shape\": [2048 4096]\n}\n");
   CHECK(err.find("line 3") != std::string::npos);
   CHECK(err.find("malformed JSON") != std::string::npos);
 }
 
 TEST_CASE("an unknown kernel exits 2 naming /kernel and the known kernels") {
-  const std::string err = rejected("unknown_kernel", R"({"kernel": "rmsnrom", "shape": [128, 64]})");
+  const std::string err =
+      rejected("unknown_kernel", R"({"kernel": "rmsnrom", "shape": [128, 64]})");
   CHECK(err.find("/kernel") != std::string::npos);
   CHECK(err.find("did you mean \"rmsnorm\"") != std::string::npos);
 }
@@ -63,8 +65,8 @@ TEST_CASE("an unknown dtype exits 2 naming /dtype") {
 }
 
 TEST_CASE("an out-of-range lowering parameter exits 2 naming it") {
-  const std::string err = rejected(
-      "bufs", R"({"kernel": "rmsnorm", "shape": [128, 64], "params": {"bufs": 0}})");
+  const std::string err =
+      rejected("bufs", R"({"kernel": "rmsnorm", "shape": [128, 64], "params": {"bufs": 0}})");
   CHECK(err.find("/params/bufs") != std::string::npos);
 }
 
@@ -93,7 +95,8 @@ TEST_CASE("no arguments exits 2 with a usage line") {
 TEST_CASE("an output directory that cannot be created exits 2") {
   const std::string dir = fresh_dir("err_outdir");
   write_file(dir, "blocker", "a file where the directory should go");
-  const Invocation r = trnsim(example("rmsnorm.json") + " --timing-only --out " + dir + "/blocker/x", dir);
+  const Invocation r =
+      trnsim(example("rmsnorm.json") + " --timing-only --out " + dir + "/blocker/x", dir);
   CHECK(r.exit_code == 2);
   CHECK(r.err.find("blocker") != std::string::npos);
 }

@@ -27,8 +27,9 @@ TEST_CASE("trnsim prints the summary and writes stats.json and trace.json") {
   CHECK(stats["choices"]["bufs"] == 2);
 }
 
-TEST_CASE("trace.json has a lane per engine and per DMA queue, a slice per instruction and "
-          "transfer") {
+TEST_CASE(
+    "trace.json has a lane per engine and per DMA queue, a slice per instruction and "
+    "transfer") {
   const std::string dir = fresh_dir("run_trace");
   const Invocation r = trnsim(example("rmsnorm.json") + " --out " + dir, dir);
   REQUIRE(r.exit_code == 0);
@@ -99,7 +100,8 @@ TEST_CASE("trn1 and trn2 presets give different timings for the same workload") 
 
 TEST_CASE("trnsim run WORKLOAD is the same as trnsim WORKLOAD") {
   const std::string dir = fresh_dir("run_subcommand");
-  const Invocation r = trnsim("run " + example("rmsnorm.json") + " --timing-only --out " + dir, dir);
+  const Invocation r =
+      trnsim("run " + example("rmsnorm.json") + " --timing-only --out " + dir, dir);
   INFO(r.err);
   CHECK(r.exit_code == 0);
   CHECK(r.out.find("mode=timing-only") != std::string::npos);

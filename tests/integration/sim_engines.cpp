@@ -107,7 +107,8 @@ TEST_CASE("a DMA over 128 partitions raises its queue semaphore by 16, one per D
   CHECK(t.engines == 16);
   CHECK(t.bytes == 128 * 2048 * 2);
   // The trigger costs dma_trigger_cycles on SyncE; the data starts 1.3 us later (D2).
-  const Picoseconds trigger = to_picoseconds(Cycles(arch.dma_trigger_cycles), arch.mhz(Engine::sync));
+  const Picoseconds trigger =
+      to_picoseconds(Cycles(arch.dma_trigger_cycles), arch.mhz(Engine::sync));
   CHECK(t.issued == trigger);
   CHECK(t.start == trigger + from_ns(arch.dma_start_latency_ns));
   CHECK(rec.of(Engine::vector).start == t.end);

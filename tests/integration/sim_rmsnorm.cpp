@@ -16,11 +16,11 @@ struct Discard : models::EventSink {
 };
 
 workloads::Workload rmsnorm(std::vector<int64_t> shape, const std::string& params = "{}") {
-  return workloads::parse_workload(
-      R"({"kernel": "rmsnorm", "shape": [)" + std::to_string(shape[0]) + ", " +
-          std::to_string(shape[1]) + R"(], "dtype": "bf16", "eps": 1e-6, "seed": 7, "params": )" +
-          params + "}",
-      "test.json");
+  return workloads::parse_workload(R"({"kernel": "rmsnorm", "shape": [)" +
+                                       std::to_string(shape[0]) + ", " + std::to_string(shape[1]) +
+                                       R"(], "dtype": "bf16", "eps": 1e-6, "seed": 7, "params": )" +
+                                       params + "}",
+                                   "test.json");
 }
 
 // Lowers, lets `mutate` change the program, simulates, checks.
@@ -58,8 +58,8 @@ TEST_CASE("fused RMSNorm matches the reference within bf16 tolerance") {
 }
 
 TEST_CASE("fused RMSNorm with VectorE scaling and three buffers matches the reference") {
-  const auto c = run(rmsnorm({260, 384}, R"({"bufs": 3, "scale_engine": "vector"})"),
-                     [](isa::Program&) {});
+  const auto c =
+      run(rmsnorm({260, 384}, R"({"bufs": 3, "scale_engine": "vector"})"), [](isa::Program&) {});
   CHECK(c.status == workloads::CheckResult::Status::pass);
 }
 
