@@ -395,6 +395,19 @@ struct Checker {
 
 }  // namespace
 
+std::string check_instruction(const Program& program, const ArchConfig& arch,
+                              const Instruction& in) {
+  try {
+    Checker{program, arch, in.engine, 0, in}.run();
+  } catch (const ValidationError& e) {
+    // Drop the "<engine> instruction 0 (<opcode>): " prefix: the caller names the place.
+    const std::string msg = e.what();
+    const auto colon = msg.find("): ");
+    return colon == std::string::npos ? msg : msg.substr(colon + 3);
+  }
+  return {};
+}
+
 void validate(const Program& program, const ArchConfig& arch) {
   if (program.semaphores.size() > arch.semaphores) {
     throw ValidationError(fmt::format("the program uses {} semaphores; {} has {}",

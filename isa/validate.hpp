@@ -19,6 +19,11 @@ class ValidationError : public std::runtime_error {
 // and the rule that failed.
 void validate(const Program& program, const ArchConfig& arch);
 
+// The rules for one instruction on its engine, against the program's semaphores, queues and
+// HBM tensors; returns an empty string when they hold, else the reason (without a prefix).
+std::string check_instruction(const Program& program, const ArchConfig& arch,
+                              const Instruction& in);
+
 // The rule for one access pattern alone; returns an empty string when it holds.
 std::string check_access_pattern(const AccessPattern& ap, const ArchConfig& arch,
                                  uint64_t dram_bytes);

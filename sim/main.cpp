@@ -1,14 +1,43 @@
-// The trnsim command line (contract in docs/cli.md and the design brief).
+// The trnsim command line (contract in the design brief and README.md).
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 #include <CLI/CLI.hpp>
 
 #include <cstdlib>
 #include <cstring>
+#include <string>
 #include <systemc>
 #include <vector>
 
 #include "sim/run.hpp"
+#include "sim/tools.hpp"
+
+namespace {
+
+constexpr const char* kUsage =
+    "usage: trnsim WORKLOAD.json|PROGRAM.tasm [--arch trn1|trn2] [--out DIR] [--timing-only]\n"
+    "       trnsim asm PROGRAM.tasm [-o OUT.json]   assemble (adds synchronization)\n"
+    "       trnsim disasm PROGRAM.json|PROGRAM.tasm [-o OUT.tasm]\n"
+    "       trnsim isa [--markdown]                 list the instruction set\n"
+    "       (trnsim --help, trnsim COMMAND --help for more)\n";
+
+// Runs a CLI11 parse; returns -1 to go on, or the exit code to return.
+int parse(CLI::App& app, std::vector<char*>& args) {
+  try {
+    app.parse(static_cast<int>(args.size()), args.data());
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForVersion& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    spdlog::error("{}", e.what());
+    std::fputs(kUsage, stderr);
+    return trnsim::sim::kBadInput;
+  }
+  return -1;
+}
+
+}  // namespace
 
 // Debian's libsystemc.so provides a main() that prints the SystemC banner and calls sc_main();
 // this one silences the banner first (the output is trnsim's) and then does the same.
@@ -21,35 +50,61 @@ int sc_main(int argc, char* argv[]) {
   auto logger = spdlog::stderr_color_mt("trnsim");
   logger->set_pattern("trnsim: %^%l%$: %v");
   spdlog::set_default_logger(logger);
+  spdlog::set_level(spdlog::level::warn);
+
+  std::vector<char*> args(argv, argv + argc);
+  const std::string command = args.size() > 1 ? args[1] : "";
+
+  if (command == "asm" || command == "disasm") {
+    args.erase(args.begin() + 1);
+    const bool assemble = command == "asm";
+    CLI::App app{assemble ? "Assemble a .tasm program into the JSON program form"
+                          : "Print a program as .tasm",
+                 "trnsim " + command};
+    std::string input, out = "-", arch;
+    app.add_option("program", input, assemble ? "a .tasm file" : "a .tasm or JSON program file")
+        ->required();
+    app.add_option("-o,--out", out, "output file, - for stdout")->capture_default_str();
+    app.add_option("--arch", arch,
+                   "hardware preset: trn1 or trn2 (default: the file's .arch, else trn2)");
+    if (const int rc = parse(app, args); rc >= 0) return rc;
+    return assemble ? trnsim::sim::assemble(input, out, arch)
+                    : trnsim::sim::disassemble(input, out, arch);
+  }
+  if (command == "isa") {
+    args.erase(args.begin() + 1);
+    CLI::App app{"List the instruction set: engines, operands, semantics, cost and source",
+                 "trnsim isa"};
+    bool markdown = false;
+    app.add_flag("--markdown", markdown, "a Markdown table (docs/isa.md embeds it)");
+    if (const int rc = parse(app, args); rc >= 0) return rc;
+    return trnsim::sim::list_isa(markdown);
+  }
+  for (const char* later : {"check", "sweep", "params", "report", "compare", "explain"}) {
+    if (command == later) {
+      spdlog::error("'trnsim {}' is not available in this version", command);
+      std::fputs(kUsage, stderr);
+      return trnsim::sim::kBadInput;
+    }
+  }
 
   // `trnsim run WORKLOAD ...` is the same as `trnsim WORKLOAD ...`.
-  std::vector<char*> args(argv, argv + argc);
-  if (args.size() > 1 && std::strcmp(args[1], "run") == 0) args.erase(args.begin() + 1);
-
+  if (command == "run") args.erase(args.begin() + 1);
   trnsim::sim::RunOptions o;
   CLI::App app{"trnsim: a cycle-approximate simulator of an AWS Trainium NeuronCore", "trnsim"};
   app.set_version_flag("--version", "trnsim 0.1.0");
-  app.add_option("workload", o.workload, "workload JSON file (see docs/workload-format.md)")
+  app.footer(kUsage);
+  app.add_option("workload", o.workload,
+                 "workload JSON (docs/workload-format.md) or program (.tasm, docs/isa.md)")
       ->required();
-  app.add_option("--arch", o.arch, "hardware preset: trn1 or trn2")->capture_default_str();
+  app.add_option("--arch", o.arch,
+                 "hardware preset: trn1 or trn2 (default trn2, or the program's .arch)");
   app.add_option("--out", o.out, "directory for stats.json and trace.json")->capture_default_str();
   app.add_flag("--timing-only", o.timing_only,
                "skip tensor data and the functional check; same cycle counts");
   bool verbose = false;
   app.add_flag("-v,--verbose", verbose, "log what the simulator does");
-  try {
-    app.parse(static_cast<int>(args.size()), args.data());
-  } catch (const CLI::CallForHelp& e) {
-    return app.exit(e);
-  } catch (const CLI::CallForVersion& e) {
-    return app.exit(e);
-  } catch (const CLI::ParseError& e) {
-    spdlog::error("{}", e.what());
-    std::fprintf(stderr,
-                 "usage: trnsim WORKLOAD.json [--arch trn1|trn2] [--out DIR] "
-                 "[--timing-only]   (trnsim --help for more)\n");
-    return trnsim::sim::kBadInput;
-  }
-  spdlog::set_level(verbose ? spdlog::level::debug : spdlog::level::warn);
+  if (const int rc = parse(app, args); rc >= 0) return rc;
+  if (verbose) spdlog::set_level(spdlog::level::debug);
   return trnsim::sim::run(o);
 }

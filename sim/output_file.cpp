@@ -6,9 +6,14 @@
 #include <cstring>
 #include <filesystem>
 
+#include <unistd.h>
+
 namespace trnsim::sim {
 
-OutputFile::OutputFile(std::string path) : path_(std::move(path)), temp_(path_ + ".tmp") {
+// The temporary name carries the process id so that two runs writing the same directory do not
+// write into each other's file; the last rename wins whole.
+OutputFile::OutputFile(std::string path)
+    : path_(std::move(path)), temp_(fmt::format("{}.{}.tmp", path_, ::getpid())) {
   file_ = std::fopen(temp_.c_str(), "wb");
   if (file_ == nullptr) {
     throw OutputError(fmt::format("{}: cannot create: {}", temp_, std::strerror(errno)));

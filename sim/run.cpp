@@ -5,8 +5,11 @@
 
 #include <iostream>
 
+#include "isa/assembly.hpp"
+#include "isa/synchronize.hpp"
 #include "isa/validate.hpp"
 #include "models/neuroncore/simulate.hpp"
+#include "sim/input.hpp"
 #include "sim/output_file.hpp"
 #include "sim/stats.hpp"
 #include "sim/summary.hpp"
@@ -39,39 +42,41 @@ class Fanout : public models::EventSink {
 
 int run(const RunOptions& o) {
   try {
-    const auto arch = isa::preset(o.arch);
-    if (!arch) {
-      spdlog::error("--arch {}: unknown preset; expected one of {}", o.arch, isa::preset_names());
+    const LoadedWorkload in = load_workload_file(o.workload, o.arch, !o.timing_only);
+    const workloads::Workload& w = in.workload;
+    const workloads::LoweredKernel& k = in.kernel;
+    const isa::ArchConfig& arch = in.arch;
+    try {
+      isa::validate(k.program, arch);
+    } catch (const isa::ValidationError& e) {
+      spdlog::error("{}: the program is invalid: {}", o.workload, e.what());
       return kBadInput;
     }
-    const workloads::Workload w = workloads::load_workload(o.workload);
-    const workloads::LoweredKernel k = workloads::lower(w, *arch, !o.timing_only);
-    try {
-      isa::validate(k.program, *arch);
-    } catch (const isa::ValidationError& e) {
-      spdlog::error("{}: the lowered program is invalid: {}", o.workload, e.what());
+    const std::string deadlock = isa::find_deadlock(k.program, arch);
+    if (!deadlock.empty()) {
+      spdlog::error("{}: the program can deadlock; it would stop with:\n{}", o.workload, deadlock);
       return kBadInput;
     }
 
     std::unique_ptr<isa::MemoryImage> memory;
     if (!o.timing_only) {
-      memory = std::make_unique<isa::MemoryImage>(*arch, k.program.dram_bytes());
+      memory = std::make_unique<isa::MemoryImage>(arch, k.program.dram_bytes());
       workloads::load_inputs(k, *memory);
     }
 
     make_output_directory(o.out);
-    StatsCollector stats(k.program, *arch);
-    TraceWriter trace(o.out + "/trace.json", k.program, *arch);
+    StatsCollector stats(k.program, arch);
+    TraceWriter trace(o.out + "/trace.json", k.program, arch);
     Fanout sink(stats, trace);
-    const models::SimulationResult result = models::simulate(k.program, *arch, memory.get(), sink);
+    const models::SimulationResult result = models::simulate(k.program, arch, memory.get(), sink);
     if (!result.completed) {
       spdlog::error("{}: the program deadlocked at {:.3f} us; engines still waiting:\n{}",
                     o.workload, result.end_time.us(), result.deadlock);
       return kBadInput;
     }
 
-    RunReport report{w, *arch, k, stats, result.end_time, o.timing_only, {}, o.out};
-    if (memory) report.check = workloads::check_outputs(k, *memory);
+    RunReport report{w, arch, k, stats, result.end_time, o.timing_only, {}, o.out};
+    if (memory && !k.expected.empty()) report.check = workloads::check_outputs(k, *memory);
 
     OutputFile stats_file(o.out + "/stats.json");
     stats_file.write(stats_json(report).dump(2) + "\n");
@@ -81,11 +86,17 @@ int run(const RunOptions& o) {
     return report.check.status == workloads::CheckResult::Status::fail ? kCheckFailed : kSuccess;
   } catch (const workloads::WorkloadError& e) {
     spdlog::error("{}", e.what());
+  } catch (const isa::AssemblyError& e) {
+    spdlog::error("{}", e.what());
+  } catch (const InputError& e) {
+    spdlog::error("{}", e.what());
   } catch (const OutputError& e) {
     spdlog::error("{}", e.what());
   } catch (const std::bad_alloc&) {
-    spdlog::error("{}: out of host memory; try --timing-only, which keeps no tensor data",
-                  o.workload);
+    spdlog::error("{}: out of host memory{}", o.workload,
+                  o.timing_only ? "" : "; try --timing-only, which keeps no tensor data");
+  } catch (const std::exception& e) {
+    spdlog::error("{}: {}", o.workload, e.what());
   }
   return kBadInput;
 }

@@ -8,8 +8,8 @@ namespace trnsim::sim {
 enum ExitCode : int { kSuccess = 0, kCheckFailed = 1, kBadInput = 2 };
 
 struct RunOptions {
-  std::string workload;       // path to workload JSON
-  std::string arch = "trn2";  // preset name
+  std::string workload;  // path to workload JSON
+  std::string arch;      // preset name; empty: the file's .arch, else trn2
   std::string out = "trnsim-out";
   bool timing_only = false;
 };

@@ -170,7 +170,7 @@ std::string summary_text(const RunReport& r) {
                              : "");
       break;
     case CheckResult::Status::skipped:
-      check = "check: skipped (timing only)";
+      check = r.timing_only ? "check: skipped (timing only)" : "check: none (no reference given)";
   }
   out += fmt::format("total {}   NeuronCore cycles {} @{:g} GHz   {}\n", duration(r.total),
                      grouped(to_cycles(r.total, r.arch.base_mhz)), r.arch.base_mhz / 1000.0, check);

@@ -3,8 +3,6 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <fstream>
-#include <sstream>
 
 namespace trnsim::workloads {
 
@@ -73,27 +71,71 @@ struct Reader {
 
 }  // namespace
 
-Workload parse_workload(const std::string& text, const std::string& file) {
+namespace {
+std::pair<size_t, size_t> line_and_column(const std::string& text, size_t byte) {
+  size_t line = 1, column = 1;
+  for (size_t i = 0; i + 1 < byte && i < text.size(); ++i) {
+    if (text[i] == '\n') {
+      ++line;
+      column = 1;
+    } else {
+      ++column;
+    }
+  }
+  return {line, column};
+}
+}  // namespace
+
+nlohmann::json parse_json(const std::string& text, const std::string& file) {
+  // Keys seen per open object, to reject duplicates (nlohmann keeps the last silently), and
+  // the depth, to reject nesting deep enough to exhaust the stack when the document is copied.
+  std::vector<std::vector<std::string>> keys;
+  std::string problem;
+  auto callback = [&](int depth, json::parse_event_t event, json& parsed) {
+    if (!problem.empty()) return false;
+    if (depth > kMaxJsonDepth) {
+      problem = fmt::format("nesting deeper than {} levels", kMaxJsonDepth);
+      return false;
+    }
+    switch (event) {
+      case json::parse_event_t::object_start:
+        keys.emplace_back();
+        break;
+      case json::parse_event_t::object_end:
+        if (!keys.empty()) keys.pop_back();
+        break;
+      case json::parse_event_t::key: {
+        const std::string k = parsed.get<std::string>();
+        auto& seen = keys.back();
+        if (std::find(seen.begin(), seen.end(), k) != seen.end()) {
+          problem = fmt::format("duplicate key \"{}\"", k);
+          return false;
+        }
+        seen.push_back(k);
+        break;
+      }
+      default:
+        break;
+    }
+    return true;
+  };
   json doc;
   try {
-    doc = json::parse(text);
+    doc = json::parse(text, callback);
   } catch (const json::parse_error& e) {
-    // Turn the byte offset into line and column.
-    size_t line = 1, column = 1;
-    for (size_t i = 0; i + 1 < e.byte && i < text.size(); ++i) {
-      if (text[i] == '\n') {
-        ++line;
-        column = 1;
-      } else {
-        ++column;
-      }
-    }
+    const auto [line, column] = line_and_column(text, e.byte);
     std::string what = e.what();
     const auto pos = what.find("syntax error");
     throw WorkloadError(
         file, fmt::format("line {}, column {}", line, column),
         fmt::format("malformed JSON ({})", pos == std::string::npos ? what : what.substr(pos)));
   }
+  if (!problem.empty()) throw WorkloadError(file, "JSON", problem);
+  return doc;
+}
+
+Workload parse_workload(const std::string& text, const std::string& file) {
+  const json doc = parse_json(text, file);
   Reader r{file, doc};
   if (!doc.is_object()) r.fail("/", fmt::format("expected a JSON object, got {}", type_name(doc)));
   for (const auto& item : doc.items()) {
@@ -162,15 +204,6 @@ Workload parse_workload(const std::string& text, const std::string& file) {
     w.name = stem.substr(0, stem.rfind(".json"));
   }
   return w;
-}
-
-Workload load_workload(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw WorkloadError(path, "file", "cannot be read (does it exist?)");
-  std::ostringstream text;
-  text << in.rdbuf();
-  if (in.bad()) throw WorkloadError(path, "file", "read error");
-  return parse_workload(text.str(), path);
 }
 
 }  // namespace trnsim::workloads

@@ -32,8 +32,12 @@ struct Workload {
   nlohmann::json params = nlohmann::json::object();  // the lowering's choices, checked there
 };
 
+// Parses `text` (the contents of `file`) as JSON: malformed JSON, duplicate keys and nesting
+// deeper than kMaxJsonDepth are errors naming the line and column.
+constexpr int kMaxJsonDepth = 64;
+nlohmann::json parse_json(const std::string& text, const std::string& file);
+
 Workload parse_workload(const std::string& text, const std::string& file);
-Workload load_workload(const std::string& path);
 
 // The known name closest to `word` (edit distance), or "" when none is close.
 std::string closest_name(const std::string& word, const std::vector<std::string>& known);

@@ -1,6 +1,6 @@
-// Golden cycle counts: every example workload has tests/golden/<name>.json holding the counts
-// it must reproduce exactly. A change to the model that moves them must update the golden
-// file and say why in its commit message.
+// Golden cycle counts: every example workload (workloads/examples/, .json and .tasm) has
+// tests/golden/<name>.json holding the counts it must reproduce exactly. A change to the model
+// that moves them must update the golden file and say why in its commit message.
 #include <catch2/catch.hpp>
 
 #include "../integration/cli_support.hpp"
@@ -8,37 +8,47 @@
 using namespace trnsim_test;
 
 namespace {
-void check_golden(const std::string& name) {
-  const std::string golden_path =
-      std::string(TRNSIM_SOURCE_DIR) + "/tests/golden/" + name + ".json";
-  REQUIRE(std::filesystem::exists(golden_path));
-  const auto golden = read_json(golden_path);
-  const std::string dir = fresh_dir("golden_" + name);
-  const std::string workload =
-      std::string(TRNSIM_SOURCE_DIR) + "/" + golden["workload"].get<std::string>();
-  const Invocation r = trnsim(
-      workload + " --timing-only --arch " + golden["arch"].get<std::string>() + " --out " + dir,
-      dir);
-  INFO(r.err);
-  REQUIRE(r.exit_code == 0);
-  const auto stats = read_json(dir + "/stats.json");
-  for (const auto& item : golden["summary"].items()) {
-    INFO("metric " << item.key());
-    CHECK(stats["summary"][item.key()] == item.value());
+std::string root() { return std::string(TRNSIM_SOURCE_DIR); }
+
+std::vector<std::filesystem::path> examples() {
+  std::vector<std::filesystem::path> out;
+  for (const auto& e : std::filesystem::recursive_directory_iterator(root() + "/workloads/examples")) {
+    const auto ext = e.path().extension();
+    if (e.is_regular_file() && (ext == ".json" || ext == ".tasm")) out.push_back(e.path());
   }
+  std::sort(out.begin(), out.end());
+  return out;
 }
 }  // namespace
 
 TEST_CASE("golden: every example workload has a golden file") {
-  for (const auto& entry : std::filesystem::directory_iterator(std::string(TRNSIM_SOURCE_DIR) +
-                                                               "/workloads/examples")) {
-    const std::string stem = entry.path().stem().string();
-    INFO("example " << stem);
-    CHECK(std::filesystem::exists(std::string(TRNSIM_SOURCE_DIR) + "/tests/golden/" + stem +
-                                  ".json"));
+  const auto all = examples();
+  CHECK(all.size() >= 8);
+  for (const auto& p : all) {
+    INFO("example " << p);
+    CHECK(std::filesystem::exists(root() + "/tests/golden/" + p.stem().string() + ".json"));
   }
 }
 
-TEST_CASE("golden: rmsnorm cycle counts") {
-  check_golden("rmsnorm");
+TEST_CASE("golden: every example reproduces its golden cycle counts") {
+  for (const auto& p : examples()) {
+    const std::string name = p.stem().string();
+    const std::string golden_path = root() + "/tests/golden/" + name + ".json";
+    if (!std::filesystem::exists(golden_path)) continue;  // reported by the test above
+    DYNAMIC_SECTION(name) {
+      const auto golden = read_json(golden_path);
+      const std::string dir = fresh_dir("golden_" + name);
+      const Invocation r = trnsim(root() + "/" + golden["workload"].get<std::string>() +
+                                      " --timing-only --arch " + golden["arch"].get<std::string>() +
+                                      " --out " + dir,
+                                  dir);
+      INFO(r.err);
+      REQUIRE(r.exit_code == 0);
+      const auto stats = read_json(dir + "/stats.json");
+      for (const auto& item : golden["summary"].items()) {
+        INFO("metric " << item.key());
+        CHECK(stats["summary"][item.key()] == item.value());
+      }
+    }
+  }
 }

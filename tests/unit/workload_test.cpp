@@ -1,5 +1,7 @@
 // Workload loader: the happy path and every error it reports, with its place in the file.
 #include <catch2/catch.hpp>
+#include <fstream>
+#include <iterator>
 
 #include <string>
 
@@ -67,22 +69,39 @@ TEST_CASE("parse_workload defaults the optional fields", "[unit][workload]") {
   CHECK(w.params.empty());
 }
 
-TEST_CASE("the example workload loads", "[unit][workload]") {
-  // This file is tests/unit/workload_test.cpp in the source tree.
+TEST_CASE("the example workload parses", "[unit][workload]") {
+  // This file is tests/unit/workload_test.cpp in the source tree. Reading files is sim/'s job
+  // (a missing file is tested in tests/integration/cli_errors.cpp).
   const std::string here = __FILE__;
-  const std::string root = here.substr(0, here.rfind("tests/unit/"));
-  const Workload w = trnsim::workloads::load_workload(root + "workloads/examples/rmsnorm.json");
+  const std::string path =
+      here.substr(0, here.rfind("tests/unit/")) + "workloads/examples/rmsnorm.json";
+  std::ifstream in(path);
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const Workload w = trnsim::workloads::parse_workload(text, path);
   CHECK(w.kernel == "rmsnorm");
   CHECK(w.shape == std::vector<int64_t>{2048, 4096});
 }
 
-TEST_CASE("a missing workload file is reported by name", "[unit][workload]") {
+TEST_CASE("duplicate keys are rejected", "[unit][workload]") {
   try {
-    trnsim::workloads::load_workload("/nonexistent/trnsim/w.json");
+    parse_workload(R"({"kernel": "rmsnorm", "shape": [128, 64], "shape": [4, 4]})", "dup.json");
     FAIL("no error");
   } catch (const WorkloadError& e) {
-    CHECK_THAT(e.what(), StartsWith("/nonexistent/trnsim/w.json: "));
-    CHECK_THAT(e.what(), Contains("cannot be read"));
+    CHECK_THAT(e.what(), Contains("duplicate key \"shape\""));
+  }
+}
+
+TEST_CASE("JSON nested deeper than 64 levels is rejected without a crash", "[unit][workload]") {
+  std::string deep = R"({"kernel": "rmsnorm", "shape": [4, 8], "params": )";
+  for (int i = 0; i < 20000; ++i) deep += R"({"a":)";
+  deep += "1";
+  for (int i = 0; i < 20000; ++i) deep += "}";
+  deep += "}";
+  try {
+    parse_workload(deep, "deep.json");
+    FAIL("no error");
+  } catch (const WorkloadError& e) {
+    CHECK_THAT(e.what(), Contains("nesting deeper than 64 levels"));
   }
 }
 

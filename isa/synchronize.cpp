@@ -1,0 +1,234 @@
+#include "isa/synchronize.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <deque>
+
+#include "isa/assembly.hpp"
+
+namespace trnsim::isa {
+
+namespace {
+
+// The bytes an access pattern can touch: a partition range and a byte range in each.
+struct Region {
+  Memory memory = Memory::sbuf;
+  int64_t part_lo = 0, part_hi = 0;
+  int64_t byte_lo = 0, byte_hi = 0;
+  bool overlaps(const Region& o) const {
+    return memory == o.memory && part_lo < o.part_hi && o.part_lo < part_hi &&
+           byte_lo < o.byte_hi && o.byte_lo < byte_hi;
+  }
+};
+
+Region region_of(const AccessPattern& ap) {
+  const int64_t es = size_of(ap.dtype);
+  Region r;
+  r.memory = ap.memory;
+  if (ap.memory == Memory::hbm) {
+    const int64_t span = ap.partition_stride * (static_cast<int64_t>(ap.partitions) - 1);
+    r.part_lo = 0;
+    r.part_hi = 1;
+    r.byte_lo = static_cast<int64_t>(ap.offset) +
+                (std::min<int64_t>(0, span) + ap.min_element_offset()) * es;
+    r.byte_hi = static_cast<int64_t>(ap.offset) +
+                (std::max<int64_t>(0, span) + ap.max_element_offset_exclusive()) * es;
+  } else {
+    r.part_lo = ap.start_partition;
+    r.part_hi = ap.start_partition + ap.partitions;
+    r.byte_lo = static_cast<int64_t>(ap.offset) + ap.min_element_offset() * es;
+    r.byte_hi = static_cast<int64_t>(ap.offset) + ap.max_element_offset_exclusive() * es;
+  }
+  return r;
+}
+
+struct Footprint {
+  std::vector<Region> reads, writes;
+};
+
+Footprint footprint(const Instruction& in) {
+  Footprint f;
+  auto read = [&](const AccessPattern& ap) {
+    if (ap.present()) f.reads.push_back(region_of(ap));
+  };
+  for (const auto& s : in.src) read(s);
+  read(in.scale.per_partition);
+  read(in.bias.per_partition);
+  read(in.operand0.per_partition);
+  read(in.operand1.per_partition);
+  if (in.opcode == Opcode::matmul) read(in.dst);  // an accumulation group reads what it adds to
+  if (in.dst.present()) f.writes.push_back(region_of(in.dst));
+  if (in.accumulate.present()) f.writes.push_back(region_of(in.accumulate));
+  return f;
+}
+
+bool conflicts(const Footprint& a, const Footprint& b) {
+  for (const auto& w : a.writes) {
+    for (const auto& r : b.reads)
+      if (w.overlaps(r)) return true;
+    for (const auto& x : b.writes)
+      if (w.overlaps(x)) return true;
+  }
+  for (const auto& r : a.reads) {
+    for (const auto& x : b.writes)
+      if (r.overlaps(x)) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+Program distribute(const std::vector<Instruction>& sequence, Program program) {
+  for (auto& s : program.streams) s.clear();
+  for (const auto& in : sequence) program.stream(in.engine).push_back(in);
+  return program;
+}
+
+Program synchronize(const std::vector<Instruction>& sequence, Program program,
+                    const ArchConfig& arch) {
+  const size_t n = sequence.size();
+  const size_t queues = program.queues.size();
+  const size_t executors = kEngineCount + queues;  // engines, then DMA queues
+  // Where each instruction's data access happens, and its position there.
+  std::vector<size_t> exec(n), pos(n);
+  std::vector<size_t> count(executors, 0);
+  std::vector<Footprint> fp(n);
+  for (size_t i = 0; i < n; ++i) {
+    const Instruction& in = sequence[i];
+    exec[i] =
+        is_dma(in.opcode) ? kEngineCount + in.dma_queue : static_cast<size_t>(index_of(in.engine));
+    pos[i] = count[exec[i]]++;
+    fp[i] = footprint(in);
+  }
+  // known[x][y]: executor x knows executor y has completed its items up to position known-1.
+  std::vector<std::vector<int64_t>> known(executors, std::vector<int64_t>(executors, 0));
+  // What an executor knew when each of its items completed.
+  std::vector<std::vector<std::vector<int64_t>>> snapshot(executors);
+  std::vector<std::vector<std::pair<size_t, size_t>>> waits(n);  // (executor, position)
+  std::vector<bool> signals(n, false);
+  // Instructions per executor in order, to find j from (executor, position).
+  std::vector<std::vector<size_t>> items(executors);
+  for (size_t i = 0; i < n; ++i) items[exec[i]].push_back(i);
+
+  auto merge = [](std::vector<int64_t>& into, const std::vector<int64_t>& from) {
+    for (size_t k = 0; k < into.size(); ++k) into[k] = std::max(into[k], from[k]);
+  };
+
+  for (size_t i = 0; i < n; ++i) {
+    const Instruction& in = sequence[i];
+    const size_t engine = static_cast<size_t>(index_of(in.engine));
+    // The latest conflicting earlier instruction on each executor.
+    std::vector<int64_t> need(executors, -1);
+    for (size_t j = i; j-- > 0;) {
+      if (need[exec[j]] >= 0) continue;
+      if (conflicts(fp[j], fp[i]) || conflicts(fp[i], fp[j]))
+        need[exec[j]] = static_cast<int64_t>(j);
+    }
+    // The issuing engine waits; its own stream and (for a DMA) its queue's order are implied.
+    for (size_t x = 0; x < executors; ++x) {
+      if (need[x] < 0 || x == engine || x == exec[i]) continue;
+      const size_t j = static_cast<size_t>(need[x]);
+      if (known[engine][x] > static_cast<int64_t>(pos[j])) continue;  // already implied
+      waits[i].emplace_back(x, pos[j]);
+      signals[j] = true;
+      merge(known[engine], snapshot[x][pos[j]]);
+    }
+    if (exec[i] == engine) {
+      // Later instructions of the engine know this one finished (the stream is in order).
+      known[engine][engine] = static_cast<int64_t>(pos[i]) + 1;
+      snapshot[engine].push_back(known[engine]);
+    } else {
+      // A transfer starts after its trigger, so it knows what the engine knew; the queue
+      // completes in order, so it knows every earlier transfer of the queue.
+      const size_t q = exec[i];
+      merge(known[q], known[engine]);
+      known[q][q] = static_cast<int64_t>(pos[i]) + 1;
+      snapshot[q].push_back(known[q]);
+    }
+  }
+
+  // Engine semaphores, only for engines that others wait on; tickets count signalling items.
+  std::vector<int32_t> engine_sem(kEngineCount, -1);
+  std::vector<std::vector<int64_t>> ticket(executors);
+  for (size_t x = 0; x < executors; ++x) {
+    int64_t t = 0;
+    for (size_t j : items[x]) {
+      if (x < static_cast<size_t>(kEngineCount)) {
+        if (signals[j]) ++t;
+      } else {
+        t += arch.dma_engines_for(sequence[j].dst.partitions);  // hardware counts DMA engines
+      }
+      ticket[x].push_back(t);
+    }
+  }
+  for (size_t i = 0; i < n; ++i) {
+    if (signals[i] && exec[i] < static_cast<size_t>(kEngineCount) && engine_sem[exec[i]] < 0) {
+      engine_sem[exec[i]] = program.add_semaphore(
+          fmt::format("{}_sync", assembler_name_of(static_cast<Engine>(exec[i]))));
+    }
+  }
+  for (auto& s : program.streams) s.clear();
+  for (size_t i = 0; i < n; ++i) {
+    Instruction in = sequence[i];
+    for (const auto& [x, p] : waits[i]) {
+      const uint16_t sem = x < static_cast<size_t>(kEngineCount)
+                               ? static_cast<uint16_t>(engine_sem[x])
+                               : program.queues[x - kEngineCount].semaphore;
+      in.waits.push_back(SemaphoreWait{sem, ticket[x][p]});
+    }
+    if (signals[i] && exec[i] < static_cast<size_t>(kEngineCount)) {
+      in.updates.push_back(SemaphoreUpdate{static_cast<uint16_t>(engine_sem[exec[i]])});
+    }
+    program.stream(in.engine).push_back(in);
+  }
+  (void)queues;
+  return program;
+}
+
+std::string find_deadlock(const Program& program, const ArchConfig& arch) {
+  std::vector<int64_t> value(program.semaphores.size(), 0);
+  std::array<size_t, kEngineCount> pc{};
+  bool progress = true;
+  while (progress) {
+    progress = false;
+    for (Engine e : kAllEngines) {
+      const auto& s = program.stream(e);
+      size_t& i = pc[index_of(e)];
+      while (i < s.size()) {
+        const Instruction& in = s[i];
+        bool ready = true;
+        for (const auto& w : in.waits) ready = ready && value[w.semaphore] >= w.value;
+        if (!ready) break;
+        for (const auto& u : in.updates) {
+          value[u.semaphore] =
+              u.kind == SemaphoreUpdateKind::set ? u.value : value[u.semaphore] + u.value;
+        }
+        // A transfer always completes: raise its queue's semaphore at once.
+        if (is_dma(in.opcode))
+          value[program.queues[in.dma_queue].semaphore] += arch.dma_engines_for(in.dst.partitions);
+        ++i;
+        progress = true;
+      }
+    }
+  }
+  std::string out;
+  for (Engine e : kAllEngines) {
+    const auto& s = program.stream(e);
+    const size_t i = pc[index_of(e)];
+    if (i == s.size()) continue;
+    out += fmt::format("  {} instruction {} ({}{})", name_of(e), i, name_of(s[i].opcode),
+                       s[i].label.empty() ? "" : fmt::format(" '{}'", s[i].label));
+    for (const auto& w : s[i].waits) {
+      if (value[w.semaphore] < w.value) {
+        out += fmt::format(" waits for {} to reach {}; it can only reach {}",
+                           program.semaphores[w.semaphore].name, w.value, value[w.semaphore]);
+        break;
+      }
+    }
+    out += "\n";
+  }
+  return out;
+}
+
+}  // namespace trnsim::isa

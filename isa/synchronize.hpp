@@ -1,0 +1,33 @@
+// Engine synchronization, as a compiler inserts it. A program written in one sequential order
+// (as a kernel author thinks) is split into per-engine streams, and the semaphore waits and
+// updates that keep every read-after-write, write-after-read and write-after-write dependency
+// on overlapping SBUF, PSUM and HBM regions are added, no more than needed: a dependency that
+// the engine's stream order, the queue's completion order, or an earlier wait already implies
+// adds nothing.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "isa/arch.hpp"
+#include "isa/program.hpp"
+
+namespace trnsim::isa {
+
+// `sequence` is every instruction in program order; `program` holds the tensors, semaphores
+// and queues (its streams are ignored). Hand-written waits and updates are kept. Adds one
+// semaphore per engine that others wait on, named "<engine>_sync". Returns the program with
+// its streams filled.
+Program synchronize(const std::vector<Instruction>& sequence, Program program,
+                    const ArchConfig& arch);
+
+// Distributes a sequence into per-engine streams as written (hand-synchronized programs).
+Program distribute(const std::vector<Instruction>& sequence, Program program);
+
+// Plays the program's semaphores without timing: engines run while their waits hold and DMA
+// transfers always complete. Returns "" when every stream can finish, else, per blocked engine,
+// the instruction and the wait it can never satisfy. Exact for programs whose updates only add
+// (a `set` could in principle make the outcome depend on timing).
+std::string find_deadlock(const Program& program, const ArchConfig& arch);
+
+}  // namespace trnsim::isa

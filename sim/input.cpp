@@ -1,0 +1,92 @@
+#include "sim/input.hpp"
+
+#include <fmt/format.h>
+#include <sys/stat.h>
+
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+
+#include "isa/assembly.hpp"
+#include "workloads/program.hpp"
+
+namespace trnsim::sim {
+
+std::string read_input_file(const std::string& path) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) {
+    throw InputError(fmt::format("{}: cannot be read: {}", path, std::strerror(errno)));
+  }
+  if (S_ISDIR(st.st_mode))
+    throw InputError(fmt::format("{}: is a directory, not a workload file", path));
+  if (!S_ISREG(st.st_mode)) throw InputError(fmt::format("{}: is not a regular file", path));
+  if (static_cast<uint64_t>(st.st_size) > kMaxInputBytes) {
+    throw InputError(fmt::format("{}: is {} bytes; workload files are at most {} bytes", path,
+                                 st.st_size, kMaxInputBytes));
+  }
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw InputError(fmt::format("{}: cannot be read: {}", path, std::strerror(errno)));
+  std::ostringstream text;
+  text << in.rdbuf();
+  if (in.bad()) throw InputError(fmt::format("{}: read error", path));
+  return text.str();
+}
+
+namespace {
+
+bool ends_with(const std::string& s, const std::string& suffix) {
+  return s.size() >= suffix.size() &&
+         s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+isa::ArchConfig preset_or_throw(const std::string& name) {
+  const auto a = isa::preset(name);
+  if (!a)
+    throw InputError(
+        fmt::format("--arch {}: unknown preset; expected one of {}", name, isa::preset_names()));
+  return *a;
+}
+
+// A JSON document in the program form? (Checked without a full parse when it clearly is not.)
+bool is_program_json(const std::string& text) {
+  return text.find("\"trnsim-program\"") != std::string::npos;
+}
+
+}  // namespace
+
+isa::Assembly load_program_file(const std::string& path, const isa::ArchConfig& arch) {
+  const std::string text = read_input_file(path);
+  if (ends_with(path, ".tasm")) return isa::parse_assembly(text, path, arch);
+  nlohmann::json doc;
+  try {
+    doc = workloads::parse_json(text, path);
+  } catch (const workloads::WorkloadError& e) {
+    throw isa::AssemblyError(path, 0, 0, e.what());
+  }
+  return isa::from_json(doc, path);
+}
+
+LoadedWorkload load_workload_file(const std::string& path, const std::string& arch_name,
+                                  bool functional) {
+  const std::string text = read_input_file(path);
+  isa::ArchConfig arch = preset_or_throw(arch_name.empty() ? "trn2" : arch_name);
+  if (ends_with(path, ".tasm") || is_program_json(text)) {
+    isa::Assembly a;
+    if (ends_with(path, ".tasm")) {
+      a = isa::parse_assembly(text, path, arch);
+      if (arch_name.empty() && !a.arch.empty() && a.arch != arch.name) {
+        arch = preset_or_throw(a.arch);
+        a = isa::parse_assembly(text, path, arch);
+      }
+    } else {
+      a = isa::from_json(workloads::parse_json(text, path), path);
+    }
+    return {workloads::describe_assembly(a), workloads::lower_assembly(a, arch, functional), arch};
+  }
+  workloads::Workload w = workloads::parse_workload(text, path);
+  workloads::LoweredKernel k = workloads::lower(w, arch, functional);
+  return {std::move(w), std::move(k), arch};
+}
+
+}  // namespace trnsim::sim

@@ -1,0 +1,125 @@
+#include "sim/tools.hpp"
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include <iostream>
+
+#include "isa/assembly.hpp"
+#include "isa/synchronize.hpp"
+#include "isa/validate.hpp"
+#include "sim/input.hpp"
+#include "sim/output_file.hpp"
+#include "sim/run.hpp"
+#include "workloads/lowering.hpp"
+
+namespace trnsim::sim {
+
+namespace {
+
+// Loads, synchronizes and validates a program file; throws the input errors.
+isa::Assembly ready_program(const std::string& input, const std::string& arch_name,
+                            isa::ArchConfig& arch) {
+  arch = *isa::preset(arch_name.empty() ? "trn2" : arch_name);
+  isa::Assembly a = load_program_file(input, arch);
+  if (arch_name.empty() && !a.arch.empty() && a.arch != arch.name) {
+    arch = *isa::preset(a.arch);
+    a = load_program_file(input, arch);
+  }
+  if (!a.sequence.empty()) {
+    a.program = a.auto_sync ? isa::synchronize(a.sequence, a.program, arch)
+                            : isa::distribute(a.sequence, a.program);
+  }
+  isa::validate(a.program, arch);
+  return a;
+}
+
+int emit(const std::string& out, const std::string& text) {
+  if (out == "-") {
+    std::cout << text << std::flush;
+    return kSuccess;
+  }
+  OutputFile f(out);
+  f.write(text);
+  f.commit();
+  return kSuccess;
+}
+
+template <typename Fn>
+int guarded(const std::string& input, const std::string& arch, Fn&& fn) {
+  if (!arch.empty() && !isa::preset(arch)) {
+    spdlog::error("--arch {}: unknown preset; expected one of {}", arch, isa::preset_names());
+    return kBadInput;
+  }
+  try {
+    return fn();
+  } catch (const isa::AssemblyError& e) {
+    spdlog::error("{}", e.what());
+  } catch (const isa::ValidationError& e) {
+    spdlog::error("{}: the program is invalid: {}", input, e.what());
+  } catch (const InputError& e) {
+    spdlog::error("{}", e.what());
+  } catch (const OutputError& e) {
+    spdlog::error("{}", e.what());
+  } catch (const workloads::WorkloadError& e) {
+    spdlog::error("{}", e.what());
+  } catch (const std::exception& e) {
+    spdlog::error("{}: {}", input, e.what());
+  }
+  return kBadInput;
+}
+
+}  // namespace
+
+int assemble(const std::string& input, const std::string& out, const std::string& arch_name) {
+  return guarded(input, arch_name, [&] {
+    isa::ArchConfig arch;
+    const isa::Assembly a = ready_program(input, arch_name, arch);
+    return emit(out, isa::to_json(a.program, a.buffers, a.inits, a.expectations).dump(1) + "\n");
+  });
+}
+
+int disassemble(const std::string& input, const std::string& out, const std::string& arch_name) {
+  return guarded(input, arch_name, [&] {
+    isa::ArchConfig arch;
+    const isa::Assembly a = ready_program(input, arch_name, arch);
+    std::string text = print_assembly(a.program, a.buffers, a.inits, a.expectations);
+    if (!a.arch.empty()) text = fmt::format(".arch {}\n", a.arch) + text;
+    return emit(out, text);
+  });
+}
+
+std::string isa_table(bool markdown) {
+  std::string s;
+  auto engines = [markdown](const isa::OpcodeInfo& row) {
+    std::string e;
+    for (isa::Engine x : isa::kAllEngines) {
+      if (!isa::runs_on(row.opcode, x)) continue;
+      if (!e.empty()) e += markdown ? ", " : ",";
+      e += std::string(isa::assembler_name_of(x));
+    }
+    return e;
+  };
+  if (markdown) {
+    s += "| opcode | engines | profiler name | operands | semantics | cost (cycles) | source |\n";
+    s += "|---|---|---|---|---|---|---|\n";
+    for (const auto& row : isa::opcode_table()) {
+      s += fmt::format("| `{}` | {} | {} | {} | {} | {} | {} |\n", row.name, engines(row),
+                       row.profiler_name, row.operands, row.semantics, row.cost, row.source);
+    }
+    return s;
+  }
+  for (const auto& row : isa::opcode_table()) {
+    s += fmt::format("{:<22} {:<18} {}\n", row.name, engines(row), row.semantics);
+    s += fmt::format("{:<22} {:<18} operands: {}\n", "", "", row.operands);
+    s += fmt::format("{:<22} {:<18} cost: {} [{}]\n", "", "", row.cost, row.source);
+  }
+  return s;
+}
+
+int list_isa(bool markdown) {
+  std::cout << isa_table(markdown) << std::flush;
+  return kSuccess;
+}
+
+}  // namespace trnsim::sim

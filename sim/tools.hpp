@@ -1,0 +1,20 @@
+// The ISA tools of the command line: `trnsim asm`, `trnsim disasm`, `trnsim isa`.
+#pragma once
+
+#include <string>
+
+namespace trnsim::sim {
+
+// Assembles a .tasm file (adding synchronization when it is written sequentially) and writes
+// the JSON program form to `out` ("-" for stdout). Returns the exit code.
+int assemble(const std::string& input, const std::string& out, const std::string& arch);
+
+// Prints a program (.tasm or JSON program form) as .tasm with its per-engine streams and
+// semaphores, to `out` ("-" for stdout).
+int disassemble(const std::string& input, const std::string& out, const std::string& arch);
+
+// Lists the instruction set from the opcode table: text, or Markdown for docs/isa.md.
+int list_isa(bool markdown);
+std::string isa_table(bool markdown);
+
+}  // namespace trnsim::sim
