@@ -49,6 +49,7 @@ struct ArchConfig {
   uint32_t pe_columns = 128;           // A1: stationary at most 128 columns
   uint32_t matmul_moving_max = 512;    // I1: moving free size at most 512 (one PSUM bank of fp32)
   uint32_t matmul_fp32_factor = 4;     // I1: fp32 matmul costs 4x
+  uint32_t matmul_min_cycles = 64;     // I1: max(min(64, N_stationary), N_moving)
   uint32_t matmul_fp8_rate = 1;        // per preset: fp8 moving rows per cycle relative to bf16
   uint32_t vector_transpose_max = 32;  // A1: VectorE transposes 32x32 blocks
 
@@ -97,6 +98,8 @@ struct ArchConfig {
   double hbm_latency_ns = 100.0;    // assumption: typical HBM2e/HBM3 random access ~100 ns
 
   uint32_t semaphores = 64;  // section 6: count not public; assumption
+  // Instructions one kernel may hold (assumption: a bound on host memory, about 1 KiB each).
+  uint64_t max_instructions = 4'000'000;
   uint32_t dma_queues = 16;  // DMA queues a program may name; D1 gives 16 per engine
 
   uint32_t mhz(Engine e) const { return engine_mhz[index_of(e)]; }

@@ -372,9 +372,11 @@ class Assembler {
       check_name_free(p, name_at, n);
       const DType t = dtype(p);
       const auto dims = shape(p);
-      uint64_t elements = 1;
-      for (int64_t x : dims) elements *= static_cast<uint64_t>(x);
-      if (elements * size_of(t) + out_.program.dram_bytes() > arch_.hbm_capacity_bytes) {
+      uint64_t bytes = size_of(t);
+      bool overflow = false;
+      for (int64_t x : dims)
+        overflow |= __builtin_mul_overflow(bytes, static_cast<uint64_t>(x), &bytes);
+      if (overflow || bytes + out_.program.dram_bytes() > arch_.hbm_capacity_bytes) {
         p.fail_at(name_at, fmt::format("tensor {} does not fit the core's {} bytes of HBM", n,
                                        arch_.hbm_capacity_bytes));
       }
@@ -1221,8 +1223,15 @@ Assembly from_json(const nlohmann::json& j, const std::string& file) {
         r.fail(fmt::format("{}/shape/{}", w, k), "out of range");
       d.shape.push_back(v);
     }
+    uint64_t bytes = size_of(d.dtype);
+    for (int64_t v : d.shape) {
+      if (__builtin_mul_overflow(bytes, static_cast<uint64_t>(v), &bytes) ||
+          bytes > (uint64_t(1) << 44)) {
+        r.fail(w + "/shape", "the tensor is larger than any HBM");
+      }
+    }
     const int64_t addr = r.integer(r.at(t, "address", w), w + "/address");
-    if (addr < 0) r.fail(w + "/address", "must not be negative");
+    if (addr < 0 || addr > (int64_t(1) << 44)) r.fail(w + "/address", "out of range");
     d.address = static_cast<uint64_t>(addr);
     p.dram_tensors.push_back(d);
     if (t.contains("init")) {

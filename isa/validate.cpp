@@ -15,11 +15,29 @@ std::string check_access_pattern(const AccessPattern& ap, const ArchConfig& arch
   if (ap.ndims > kMaxFreeDims) {
     return fmt::format("{} free dimensions, at most {}", ap.ndims, kMaxFreeDims);
   }
+  // Section 4: a free dimension's count is a uint16 and its stride an int16 (on-chip). HBM
+  // patterns get wider strides and partition counts (assumption: they address whole tensors),
+  // bounded so that no offset arithmetic below can overflow.
+  const bool hbm = ap.memory == Memory::hbm;
+  const int64_t stride_limit = hbm ? kMaxHbmStride : 32767;
   for (int i = 0; i < ap.ndims; ++i) {
-    if (ap.dims[i].count == 0) return fmt::format("free dimension {} has count 0", i);
+    if (ap.dims[i].count == 0 || ap.dims[i].count > 65535) {
+      return fmt::format("free dimension {} has count {}; a count is 1 to 65535", i,
+                         ap.dims[i].count);
+    }
+    if (ap.dims[i].stride > stride_limit || ap.dims[i].stride < -stride_limit) {
+      return fmt::format("free dimension {} has stride {}; at most {} in magnitude", i,
+                         ap.dims[i].stride, stride_limit);
+    }
   }
+  if (hbm && (ap.partitions > kMaxHbmPartitions || ap.partition_stride > kMaxHbmStride ||
+              ap.partition_stride < -kMaxHbmStride)) {
+    return fmt::format("{} partition rows of stride {}; at most {} rows of stride up to {}",
+                       ap.partitions, ap.partition_stride, kMaxHbmPartitions, kMaxHbmStride);
+  }
+  if (ap.offset > (uint64_t(1) << 50)) return fmt::format("offset {} is out of range", ap.offset);
   const uint64_t esize = size_of(ap.dtype);
-  if (ap.memory == Memory::hbm) {
+  if (hbm) {
     // Partition rows of an HBM pattern are only an addressing device: any count is allowed.
     const int64_t prow_lo =
         ap.partition_stride < 0 ? ap.partition_stride * (int64_t(ap.partitions) - 1) : 0;
@@ -132,6 +150,40 @@ struct Checker {
     }
   }
 
+  // DMA paths (issue 4 / D1): HBM<->SBUF, SBUF<->SBUF, SBUF<->PSUM, HBM->HBM. An on-chip side
+  // moves at most one partition's capacity per partition; an HBM-to-HBM copy at most the
+  // program's HBM.
+  // Bytes an access pattern moves, saturating instead of overflowing.
+  static uint64_t bytes_of(const AccessPattern& ap, bool per_partition) {
+    uint64_t n = size_of(ap.dtype);
+    for (int i = 0; i < ap.ndims; ++i) {
+      if (__builtin_mul_overflow(n, uint64_t(ap.dims[i].count), &n)) return UINT64_MAX;
+    }
+    if (!per_partition && __builtin_mul_overflow(n, uint64_t(ap.partitions), &n)) return UINT64_MAX;
+    return n;
+  }
+
+  void dma_paths() const {
+    const Memory a = in.src[0].memory, b = in.dst.memory;
+    if ((a == Memory::hbm && b == Memory::psum) || (a == Memory::psum && b == Memory::hbm)) {
+      fail("DMA between HBM and PSUM is not a path: go through SBUF");
+    }
+    if (a == Memory::psum && b == Memory::psum) fail("DMA from PSUM to PSUM is not a path");
+    for (const AccessPattern* ap : {&in.src[0], &in.dst}) {
+      if (ap->memory == Memory::hbm) continue;
+      const uint64_t cap =
+          ap->memory == Memory::sbuf ? arch.sbuf_partition_bytes : arch.psum_partition_bytes;
+      if (bytes_of(*ap, true) > cap) {
+        fail(fmt::format("moves {} bytes per partition of {}; a partition holds {}",
+                         bytes_of(*ap, true), name_of(ap->memory), cap));
+      }
+    }
+    if (a == Memory::hbm && b == Memory::hbm && bytes_of(in.dst, false) > program.dram_bytes()) {
+      fail(fmt::format("an HBM-to-HBM copy of {} bytes; the program's HBM tensors hold {}",
+                       bytes_of(in.dst, false), program.dram_bytes()));
+    }
+  }
+
   void transposed_shape(const AccessPattern& src, const AccessPattern& dst) const {
     if (src.ndims > 1) fail("src must be 2-D: partitions and one free dimension");
     if (dst.partitions != src.free_elements() || dst.free_elements() != src.partitions) {
@@ -164,6 +216,7 @@ struct Checker {
         operand("src", in.src[0]);
         operand("dst", in.dst);
         transposed_shape(in.src[0], in.dst);
+        dma_paths();
         if (in.src[0].dtype != in.dst.dtype) fail("a DMA transpose does not convert dtypes");
         if (in.dma_queue >= program.queues.size()) {
           fail(fmt::format("uses DMA queue {}, but the program has {}", in.dma_queue,
@@ -269,6 +322,7 @@ struct Checker {
         operand("src", in.src[0]);
         operand("dst", in.dst);
         same_shape("dst", in.dst, "src", in.src[0]);
+        dma_paths();
         if (in.src[0].dtype != in.dst.dtype) fail("a DMA copy does not convert dtypes");
         if (in.dma_queue >= program.queues.size()) {
           fail(fmt::format("uses DMA queue {}, but the program has {}", in.dma_queue,
@@ -281,6 +335,9 @@ struct Checker {
         operand("dst", in.dst);
         on_chip("stationary", in.src[0]);
         on_chip("moving", in.src[1]);
+        if (in.src[0].memory != Memory::sbuf || in.src[1].memory != Memory::sbuf) {
+          fail("TensorE reads its inputs from SBUF; it only writes PSUM");
+        }
         if (in.dst.memory != Memory::psum) fail("matmul writes PSUM only");
         if (in.dst.dtype != DType::fp32) fail("PSUM accumulation groups are fp32");
         const auto& st = in.src[0];

@@ -10,6 +10,11 @@
 
 namespace trnsim::isa {
 
+// Bounds for HBM access patterns (assumption: wide enough for any tensor the core's HBM holds,
+// narrow enough that offsets computed from them cannot overflow 64 bits).
+constexpr int64_t kMaxHbmStride = int64_t(1) << 36;
+constexpr uint32_t kMaxHbmPartitions = 1u << 20;
+
 class ValidationError : public std::runtime_error {
  public:
   using std::runtime_error::runtime_error;

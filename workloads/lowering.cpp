@@ -45,8 +45,16 @@ CheckResult check_outputs(const LoweredKernel& k, const isa::MemoryImage& memory
       p += isa::size_of(d->dtype);
       const double err = std::abs(got - want);
       ++c.elements;
-      if (!(err <= c.max_abs_error)) c.max_abs_error = err;  // NaN propagates
-      if (std::abs(want) > 1e-6) c.max_rel_error = std::max(c.max_rel_error, err / std::abs(want));
+      // A NaN error stays NaN in the maxima, so the report shows it.
+      if (!std::isnan(c.max_abs_error) && (std::isnan(err) || err > c.max_abs_error)) {
+        c.max_abs_error = err;
+      }
+      if (std::abs(want) > 1e-6) {
+        const double rel = err / std::abs(want);
+        if (!std::isnan(c.max_rel_error) && (std::isnan(rel) || rel > c.max_rel_error)) {
+          c.max_rel_error = rel;
+        }
+      }
       if (!(err <= k.tolerance.atol + k.tolerance.rtol * std::abs(want))) ++c.mismatches;
     }
   }

@@ -67,10 +67,12 @@ std::vector<float> rmsnorm_reference(const std::vector<float>& x, const std::vec
 
 namespace {
 
-// Per-partition SBUF placement of the kernel's tiles, bump-allocated.
+// Per-partition SBUF placement of the kernel's tiles, bump-allocated. Each buffer holds an x
+// tile and a `scaled` tile (x/rms, then y in place); the fp32 per-row scalars of all buffers
+// share one small region.
 struct SbufLayout {
   uint64_t gamma = 0;
-  std::vector<uint64_t> x, scaled, out, mean_square, inv_rms;
+  std::vector<uint64_t> x, scaled, mean_square, inv_rms;
   uint64_t bytes = 0;
 
   uint64_t take(uint64_t n) {
@@ -103,22 +105,46 @@ LoweredKernel lower_rmsnorm_fused(const Workload& w, const isa::ArchConfig& arch
                                     "engine instruction can read from SBUF",
                                     hidden, arch.sbuf_free_elements_max));
   }
+  // HBM: x and y of rows x hidden, gamma of hidden; checked before anything is allocated.
+  uint64_t tensor_bytes = 0;
+  if (__builtin_mul_overflow(static_cast<uint64_t>(rows), static_cast<uint64_t>(hidden),
+                             &tensor_bytes) ||
+      __builtin_mul_overflow(tensor_bytes, 2 * es, &tensor_bytes) ||
+      tensor_bytes > arch.hbm_capacity_bytes) {
+    throw WorkloadError(
+        w.file, "/shape",
+        fmt::format("x and y of [{}, {}] {} do not fit the {} bytes of HBM of a "
+                    "{} core",
+                    rows, hidden, isa::name_of(dt), arch.hbm_capacity_bytes, arch.name));
+  }
+  const int64_t tiles = (rows + c.tile_rows - 1) / c.tile_rows;
+  // About 6 instructions per tile (load, store, 3 ScalarE, 1-2 VectorE).
+  if (static_cast<uint64_t>(tiles) * 7 > arch.max_instructions) {
+    throw WorkloadError(w.file, "/shape",
+                        fmt::format("{} rows in tiles of {} lower to about {} instructions; a "
+                                    "kernel holds at most {} (use larger tiles, params.tile_rows)",
+                                    rows, c.tile_rows, tiles * 7, arch.max_instructions));
+  }
+  // More buffers than tiles buy nothing.
+  const uint32_t bufs = static_cast<uint32_t>(std::min<int64_t>(c.bufs, tiles));
   SbufLayout sb;
   sb.gamma = sb.take(hidden * es);
-  for (uint32_t b = 0; b < c.bufs; ++b) {
+  for (uint32_t b = 0; b < bufs; ++b) {
     sb.x.push_back(sb.take(hidden * es));
     sb.scaled.push_back(sb.take(hidden * es));
-    sb.out.push_back(sb.take(hidden * es));
-    sb.mean_square.push_back(sb.take(4));
-    sb.inv_rms.push_back(sb.take(4));
+  }
+  const uint64_t scalars = sb.take(8 * bufs);
+  for (uint32_t b = 0; b < bufs; ++b) {
+    sb.mean_square.push_back(scalars + 8 * b);
+    sb.inv_rms.push_back(scalars + 8 * b + 4);
   }
   if (sb.bytes > arch.sbuf_partition_bytes) {
     throw WorkloadError(
         w.file, "/shape",
         fmt::format("rmsnorm of hidden size {} ({}) with {} buffers needs {} bytes per "
-                    "partition of SBUF (gamma plus x, scaled and output tiles per buffer); {} "
+                    "partition of SBUF (gamma plus an x and a scaled tile per buffer); {} "
                     "has {}. Use fewer buffers (params.bufs) or a smaller hidden size.",
-                    hidden, isa::name_of(dt), c.bufs, sb.bytes, arch.name,
+                    hidden, isa::name_of(dt), bufs, sb.bytes, arch.name,
                     arch.sbuf_partition_bytes));
   }
 
@@ -129,11 +155,6 @@ LoweredKernel lower_rmsnorm_fused(const Workload& w, const isa::ArchConfig& arch
   const uint64_t x_addr = x_t.address;
   const uint64_t gamma_addr = p.add_dram_tensor("gamma", dt, {hidden}).address;
   const uint64_t y_addr = p.add_dram_tensor("y", dt, {rows, hidden}).address;
-  if (p.dram_bytes() > arch.hbm_capacity_bytes) {
-    throw WorkloadError(w.file, "/shape",
-                        fmt::format("x, gamma and y take {} bytes of HBM; a {} core has {}",
-                                    p.dram_bytes(), arch.name, arch.hbm_capacity_bytes));
-  }
   const uint16_t q_in = p.add_queue("qSyncIn");
   const uint16_t q_out = p.add_queue("qSyncOut");
   const uint16_t sem_in = p.queues[q_in].semaphore;
@@ -142,7 +163,6 @@ LoweredKernel lower_rmsnorm_fused(const Workload& w, const isa::ArchConfig& arch
   const uint16_t dve_done = p.add_semaphore("dve_tile_done");
   const uint16_t x_free = c.scale_engine == Engine::scalar ? act_done : dve_done;
 
-  const int64_t tiles = (rows + c.tile_rows - 1) / c.tile_rows;
   auto tile_parts = [&](int64_t t) {
     return static_cast<uint32_t>(std::min<int64_t>(c.tile_rows, rows - t * c.tile_rows));
   };
@@ -184,16 +204,16 @@ LoweredKernel lower_rmsnorm_fused(const Workload& w, const isa::ArchConfig& arch
     Instruction in = make(Opcode::dma_copy, Engine::sync, fmt::format("load x tile {}", t));
     in.src[0] = isa::hbm_ap(dt, x_addr + t * c.tile_rows * hidden * es, parts, hidden,
                             {{1, static_cast<uint32_t>(hidden)}});
-    in.dst = row(sb.x[t % c.bufs], parts);
+    in.dst = row(sb.x[t % bufs], parts);
     in.dma_queue = q_in;
     // The x buffer is free once the engine that scales x has read tile t - bufs.
-    if (t >= c.bufs) in.waits.push_back(SemaphoreWait{x_free, t - c.bufs + 1});
+    if (t >= bufs) in.waits.push_back(SemaphoreWait{x_free, t - bufs + 1});
     sync.push_back(in);
   };
   auto store = [&](int64_t t) {
     const uint32_t parts = tile_parts(t);
     Instruction in = make(Opcode::dma_copy, Engine::sync, fmt::format("store y tile {}", t));
-    in.src[0] = row(sb.out[t % c.bufs], parts);
+    in.src[0] = row(sb.scaled[t % bufs], parts);
     in.dst = isa::hbm_ap(dt, y_addr + t * c.tile_rows * hidden * es, parts, hidden,
                          {{1, static_cast<uint32_t>(hidden)}});
     in.dma_queue = q_out;
@@ -202,16 +222,16 @@ LoweredKernel lower_rmsnorm_fused(const Workload& w, const isa::ArchConfig& arch
   };
 
   // SyncE: prefetch `bufs` tiles, then per tile issue the load `bufs` ahead and the store.
-  for (int64_t t = 0; t < std::min<int64_t>(c.bufs, tiles); ++t) load(t);
+  for (int64_t t = 0; t < std::min<int64_t>(bufs, tiles); ++t) load(t);
   for (int64_t t = 0; t < tiles; ++t) {
-    if (t + c.bufs < tiles) load(t + c.bufs);
+    if (t + bufs < tiles) load(t + bufs);
     store(t);
   }
 
   const float inv_sqrt_hidden = static_cast<float>(1.0 / std::sqrt(static_cast<double>(hidden)));
   for (int64_t t = 0; t < tiles; ++t) {
     const uint32_t parts = tile_parts(t);
-    const uint32_t b = static_cast<uint32_t>(t % c.bufs);
+    const uint32_t b = static_cast<uint32_t>(t % bufs);
     // ScalarE: mean of squares as square(x / sqrt(hidden)) summed along the free axis; the
     // elementwise result is scratch, written into the `scaled` tile that is rewritten below.
     Instruction sq = make(Opcode::activation, Engine::scalar, fmt::format("square-sum tile {}", t));
@@ -221,8 +241,8 @@ LoweredKernel lower_rmsnorm_fused(const Workload& w, const isa::ArchConfig& arch
     sq.scale = ScalarOperand::immediate(inv_sqrt_hidden);
     sq.accumulate = column(sb.mean_square[b], parts);
     sq.waits.push_back(SemaphoreWait{sem_in, in_done[t]});
-    // `scaled` and `out` of this buffer are free once VectorE finished tile t - bufs.
-    if (t >= c.bufs) sq.waits.push_back(SemaphoreWait{dve_done, t - c.bufs + 1});
+    // `scaled` of this buffer holds y of tile t - bufs until its store completes.
+    if (t >= bufs) sq.waits.push_back(SemaphoreWait{sem_out, out_done[t - bufs]});
     act.push_back(sq);
 
     Instruction rs = make(Opcode::activation, Engine::scalar, fmt::format("rsqrt tile {}", t));
@@ -252,7 +272,7 @@ LoweredKernel lower_rmsnorm_fused(const Workload& w, const isa::ArchConfig& arch
     mul.op0 = AluOp::multiply;
     mul.src[0] = row(sb.scaled[b], parts);
     mul.src[1] = row(sb.gamma, parts);
-    mul.dst = row(sb.out[b], parts);
+    mul.dst = row(sb.scaled[b], parts);  // in place
     if (c.scale_engine == Engine::scalar) {
       scale.updates.push_back(SemaphoreUpdate{act_done});
       act.push_back(scale);
@@ -262,14 +282,12 @@ LoweredKernel lower_rmsnorm_fused(const Workload& w, const isa::ArchConfig& arch
     }
     // gamma arrives ahead of x tile 0 on the same in-order queue; said explicitly all the same.
     if (t == 0) mul.waits.push_back(SemaphoreWait{sem_in, gamma_done});
-    // `out` of this buffer is free once the store of tile t - bufs has completed.
-    if (t >= c.bufs) mul.waits.push_back(SemaphoreWait{sem_out, out_done[t - c.bufs]});
     mul.updates.push_back(SemaphoreUpdate{dve_done});
     dve.push_back(mul);
   }
 
   k.choices = {{"tile_rows", c.tile_rows},
-               {"bufs", c.bufs},
+               {"bufs", bufs},
                {"scale_engine", std::string(isa::key_of(c.scale_engine))}};
   // x^2, the sum, the scale by 1/rms and the gamma multiply per element; eps and rsqrt per row.
   k.model_flops = static_cast<uint64_t>(rows) * (4 * static_cast<uint64_t>(hidden) + 2);

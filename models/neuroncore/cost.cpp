@@ -71,7 +71,7 @@ Cycles instruction_cycles(const isa::Instruction& in, const isa::ArchConfig& arc
       if (isa::is_fp8(in.src[0].dtype) && isa::is_fp8(in.src[1].dtype)) {
         n_moving = (n_moving + arch.matmul_fp8_rate - 1) / arch.matmul_fp8_rate;
       }
-      c = std::max(std::min<uint64_t>(min_ii, n_stationary), n_moving);
+      c = std::max(std::min<uint64_t>(arch.matmul_min_cycles, n_stationary), n_moving);
       if (in.src[0].dtype == DType::fp32 || in.src[1].dtype == DType::fp32) {
         c *= arch.matmul_fp32_factor;
       }
@@ -100,14 +100,14 @@ Cycles instruction_cycles(const isa::Instruction& in, const isa::ArchConfig& arc
                         in.dst.dtype == DType::bf16;
       const bool fast =
           bf16 && in.op0 == AluOp::subtract && in.op1 == AluOp::multiply && n % 2 == 0;
-      c = fast ? n : 2 * n;
+      c = std::max<uint64_t>(1, fast ? n : 2 * n);
       break;
     }
     case Opcode::tensor_reduce: {
       // I1: N/2 for bf16 in and out with add or max; otherwise N (no MIN_II in the note).
       const bool fast = in.src[0].dtype == DType::bf16 && in.dst.dtype == DType::bf16 &&
                         (in.op0 == AluOp::add || in.op0 == AluOp::max);
-      c = fast ? n / 2 : n;
+      c = std::max<uint64_t>(1, fast ? n / 2 : n);  // at least one cycle, even for N = 1
       break;
     }
     case Opcode::memset: {

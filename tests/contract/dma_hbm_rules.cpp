@@ -184,13 +184,13 @@ TEST_CASE("HBM bandwidth caps a transfer whose engines would be faster", "[contr
   CHECK(s.end == Picoseconds(1300000 + 5242880 + 100000));
 
   // trn1's 410 B/ns per core (1278.75 ns) is faster than the engines: they set the pace,
-  // 8 x (26 + 4096 / 27) ns = 1421.6296 ns.
+  // with trn1's 89 ns per descriptor: 8 x (89 + 4096 / 27) ns = 1925.6296 ns.
   const auto trn1 = trnsim::isa::trn1();
   HbmModel trn1_hbm(trn1);
   DmaEngineSet trn1_engines(trn1);
   const DmaTiming f =
       trn1_engines.schedule(plan_transfer(load(128, 2048), trn1), Picoseconds(0), trn1_hbm);
-  CHECK(f.end == Picoseconds(1300000 + 1421630 + 100000));
+  CHECK(f.end == Picoseconds(1300000 + 1925630 + 100000));
 }
 
 TEST_CASE("HBM serves transfers first-come-first-served at its bandwidth", "[contract][hbm]") {

@@ -145,24 +145,26 @@ TEST_CASE("rmsnorm_reference matches a hand-computed case", "[unit][rmsnorm]") {
 }
 
 TEST_CASE("rmsnorm with a hidden size that does not fit SBUF names /shape", "[unit][rmsnorm]") {
-  // bf16, 2 buffers, hidden 32768: gamma 64 KiB + 2 x (3 x 64 KiB + 128) = 459008 bytes.
+  // bf16, 2 buffers, hidden 32768: gamma 64 KiB + 2 x (x and scaled, 64 KiB each) + one
+  // 64-byte row of per-row scalars = 327744 bytes.
   const std::string msg = lowering_error_of(rmsnorm(256, 32768), trnsim::isa::trn2());
   CHECK_THAT(msg, StartsWith("w.json: /shape: "));
-  CHECK_THAT(msg, Contains("459008 bytes"));
+  CHECK_THAT(msg, Contains("327744 bytes"));
   CHECK_THAT(msg, Contains("229376"));
 }
 
 TEST_CASE("rmsnorm fits SBUF exactly up to the last 64-byte row", "[unit][rmsnorm]") {
-  // One buffer, bf16: 4 rows of 2h bytes (each rounded up to 64) + 2 x 64 bytes.
-  // trn2 (229376 B): h = 28640 takes 229248 bytes; h = 28641 rounds to 229504.
-  CHECK(lowering_error_of(rmsnorm(128, 28640, "bf16", R"({"bufs": 1})"), trnsim::isa::trn2()) ==
+  // One buffer, bf16: 3 rows of 2h bytes (gamma, x, scaled; each rounded up to 64) + 64 bytes
+  // of per-row scalars.
+  // trn2 (229376 B): h = 38208 takes 229312 bytes; h = 38209 rounds to 229504.
+  CHECK(lowering_error_of(rmsnorm(128, 38208, "bf16", R"({"bufs": 1})"), trnsim::isa::trn2()) ==
         "");
-  CHECK_THAT(lowering_error_of(rmsnorm(128, 28641, "bf16", R"({"bufs": 1})"), trnsim::isa::trn2()),
+  CHECK_THAT(lowering_error_of(rmsnorm(128, 38209, "bf16", R"({"bufs": 1})"), trnsim::isa::trn2()),
              StartsWith("w.json: /shape: "));
-  // trn1 (196608 B): h = 24544 takes 196480 bytes; h = 24545 rounds to 196736.
-  CHECK(lowering_error_of(rmsnorm(128, 24544, "bf16", R"({"bufs": 1})"), trnsim::isa::trn1()) ==
+  // trn1 (196608 B): h = 32736 takes 196480 bytes; h = 32737 rounds to 196672.
+  CHECK(lowering_error_of(rmsnorm(128, 32736, "bf16", R"({"bufs": 1})"), trnsim::isa::trn1()) ==
         "");
-  CHECK_THAT(lowering_error_of(rmsnorm(128, 24545, "bf16", R"({"bufs": 1})"), trnsim::isa::trn1()),
+  CHECK_THAT(lowering_error_of(rmsnorm(128, 32737, "bf16", R"({"bufs": 1})"), trnsim::isa::trn1()),
              StartsWith("w.json: /shape: "));
 }
 

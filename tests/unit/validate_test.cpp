@@ -209,10 +209,23 @@ TEST_CASE("validate rejects a PSUM free size over 4096 elements", "[unit][valida
 }
 
 TEST_CASE("validate rejects an SBUF free size over 65536 elements", "[unit][validate]") {
-  const std::string msg = error_of(vector_copy(sbuf_ap(DType::bf16, 0, 128, 0, {{1, 65537}}),
-                                               psum_ap(DType::bf16, 0, 128, 0, {{1, 4096}})));
+  // Two dims of 2 x 32769 (the outer one re-reads, stride 0): each count fits a uint16, the
+  // product does not fit the limit.
+  const std::string msg =
+      error_of(vector_copy(sbuf_ap(DType::bf16, 0, 128, 0, {{0, 2}, {1, 32769}}),
+                           psum_ap(DType::bf16, 0, 128, 0, {{1, 4096}})));
   CHECK_THAT(msg, Contains("VectorE instruction 1 (tensor_copy 'bad')"));
-  CHECK_THAT(msg, Contains("src has 65537 elements per partition; at most 65536 from SBUF"));
+  CHECK_THAT(msg, Contains("src has 65538 elements per partition; at most 65536 from SBUF"));
+}
+
+TEST_CASE("validate rejects a free-dimension count over 65535 and an on-chip stride over 32767",
+          "[unit][validate]") {
+  CHECK_THAT(error_of(vector_copy(sbuf_ap(DType::bf16, 0, 128, 0, {{1, 65536}}),
+                                  sbuf_ap(DType::bf16, 0, 128, 0, {{1, 65536}}))),
+             Contains("free dimension 0 has count 65536; a count is 1 to 65535"));
+  CHECK_THAT(error_of(vector_copy(sbuf_ap(DType::bf16, 0, 128, 0, {{32768, 2}}),
+                                  sbuf_ap(DType::bf16, 0, 128, 0, {{1, 2}}))),
+             Contains("free dimension 0 has stride 32768; at most 32767 in magnitude"));
 }
 
 TEST_CASE("validate rejects GpSimd reading or writing PSUM", "[unit][validate]") {
