@@ -6,6 +6,8 @@
 #include <fstream>
 #include <sstream>
 
+#include "workloads/dma.hpp"
+
 namespace trnsim::workloads {
 
 using nlohmann::json;
@@ -24,8 +26,8 @@ std::string closest_name(const std::string& word, const std::vector<std::string>
     for (size_t i = 1; i <= word.size(); ++i) {
       cur[0] = i;
       for (size_t j = 1; j <= k.size(); ++j) {
-        cur[j] = std::min({prev[j] + 1, cur[j - 1] + 1,
-                           prev[j - 1] + (word[i - 1] == k[j - 1] ? 0 : 1)});
+        cur[j] = std::min(
+            {prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (word[i - 1] == k[j - 1] ? 0 : 1)});
       }
       std::swap(prev, cur);
     }
@@ -39,12 +41,14 @@ std::string closest_name(const std::string& word, const std::vector<std::string>
 
 namespace {
 
-const std::vector<std::string> kKeys = {"name", "kernel", "variant", "shape", "dtype",
-                                        "eps",  "seed",   "params"};
-const std::vector<std::string> kKernels = {"rmsnorm"};
+const std::vector<std::string> kCommonKeys = {"name", "kernel", "seed", "cores"};
+const std::vector<std::string> kRmsNormKeys = {"variant", "shape", "dtype", "eps", "params"};
+const std::vector<std::string> kKernels = {"rmsnorm", "dma"};
 const std::vector<std::string> kVariants = {"fused"};
 
-std::string type_name(const json& v) { return v.type_name(); }
+std::string type_name(const json& v) {
+  return v.type_name();
+}
 
 struct Reader {
   const std::string& file;
@@ -61,9 +65,9 @@ struct Reader {
     const std::string s = v.get<std::string>();
     if (std::find(allowed.begin(), allowed.end(), s) == allowed.end()) {
       const std::string near = closest_name(s, allowed);
-      fail(where, fmt::format("unknown {} \"{}\"; expected one of: {}{}", key, s,
-                              fmt::join(allowed, ", "),
-                              near.empty() ? "" : fmt::format(" (did you mean \"{}\"?)", near)));
+      fail(where,
+           fmt::format("unknown {} \"{}\"; expected one of: {}{}", key, s, fmt::join(allowed, ", "),
+                       near.empty() ? "" : fmt::format(" (did you mean \"{}\"?)", near)));
     }
     return s;
   }
@@ -88,26 +92,60 @@ Workload parse_workload(const std::string& text, const std::string& file) {
     }
     std::string what = e.what();
     const auto pos = what.find("syntax error");
-    throw WorkloadError(file, fmt::format("line {}, column {}", line, column),
-                        fmt::format("malformed JSON ({})",
-                                    pos == std::string::npos ? what : what.substr(pos)));
+    throw WorkloadError(
+        file, fmt::format("line {}, column {}", line, column),
+        fmt::format("malformed JSON ({})", pos == std::string::npos ? what : what.substr(pos)));
   }
   Reader r{file, doc};
   if (!doc.is_object()) r.fail("/", fmt::format("expected a JSON object, got {}", type_name(doc)));
-  for (const auto& item : doc.items()) {
-    if (std::find(kKeys.begin(), kKeys.end(), item.key()) == kKeys.end()) {
-      const std::string near = closest_name(item.key(), kKeys);
-      r.fail("/" + item.key(),
-             fmt::format("unknown key; expected one of: {}{}", fmt::join(kKeys, ", "),
-                         near.empty() ? "" : fmt::format(" (did you mean \"{}\"?)", near)));
-    }
-  }
   if (!doc.contains("kernel")) {
     r.fail("/kernel", fmt::format("missing; expected one of: {}", fmt::join(kKernels, ", ")));
   }
   Workload w;
   w.file = file;
   w.kernel = r.one_of("kernel", kKernels);
+  std::vector<std::string> keys = kCommonKeys;
+  const auto& own = w.kernel == "dma" ? dma_workload_keys() : kRmsNormKeys;
+  keys.insert(keys.end(), own.begin(), own.end());
+  for (const auto& item : doc.items()) {
+    if (std::find(keys.begin(), keys.end(), item.key()) == keys.end()) {
+      const std::string near = closest_name(item.key(), keys);
+      r.fail("/" + item.key(),
+             fmt::format("unknown key for kernel {}; expected one of: {}{}", w.kernel,
+                         fmt::join(keys, ", "),
+                         near.empty() ? "" : fmt::format(" (did you mean \"{}\"?)", near)));
+    }
+  }
+  if (doc.contains("cores")) {
+    const json& c = doc["cores"];
+    if (!c.is_number_unsigned() || c.get<uint64_t>() < 1 || c.get<uint64_t>() > 64) {
+      r.fail("/cores", fmt::format("expected a positive integer (NeuronCores), got {}", c.dump()));
+    }
+    w.cores = static_cast<uint32_t>(c.get<uint64_t>());
+  }
+  if (doc.contains("seed")) {
+    const json& s = doc["seed"];
+    if (!s.is_number_unsigned()) {
+      r.fail("/seed", fmt::format("expected a non-negative integer, got {}", s.dump()));
+    }
+    w.seed = s.get<uint64_t>();
+  }
+  if (doc.contains("name")) {
+    if (!doc["name"].is_string()) r.fail("/name", "expected a string");
+    w.name = doc["name"].get<std::string>();
+  } else {
+    std::string stem = file.substr(file.find_last_of('/') + 1);
+    w.name = stem.substr(0, stem.rfind(".json"));
+  }
+  if (w.kernel == "dma") {
+    // The dma lowering checks its own keys (workloads/dma.cpp); it sees them as params.
+    for (const auto& item : doc.items()) {
+      if (std::find(kCommonKeys.begin(), kCommonKeys.end(), item.key()) == kCommonKeys.end()) {
+        w.params[item.key()] = item.value();
+      }
+    }
+    return w;
+  }
   w.variant = doc.contains("variant") ? r.one_of("variant", kVariants) : "fused";
 
   if (!doc.contains("shape")) r.fail("/shape", "missing; expected [rows, hidden]");
@@ -139,25 +177,11 @@ Workload parse_workload(const std::string& text, const std::string& file) {
     }
     w.eps = e.get<double>();
   }
-  if (doc.contains("seed")) {
-    const json& s = doc["seed"];
-    if (!s.is_number_unsigned()) {
-      r.fail("/seed", fmt::format("expected a non-negative integer, got {}", s.dump()));
-    }
-    w.seed = s.get<uint64_t>();
-  }
   if (doc.contains("params")) {
     if (!doc["params"].is_object()) {
       r.fail("/params", fmt::format("expected an object, got {}", type_name(doc["params"])));
     }
     w.params = doc["params"];
-  }
-  if (doc.contains("name")) {
-    if (!doc["name"].is_string()) r.fail("/name", "expected a string");
-    w.name = doc["name"].get<std::string>();
-  } else {
-    std::string stem = file.substr(file.find_last_of('/') + 1);
-    w.name = stem.substr(0, stem.rfind(".json"));
   }
   return w;
 }
