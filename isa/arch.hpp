@@ -121,6 +121,7 @@ struct ArchConfig {
     double t_rfc = 160;    // refresh cycle time (of one bank when per_bank_refresh)
     bool per_bank_refresh = true;
     uint32_t starvation_limit = 16;  // FR-FCFS: times the oldest request may be bypassed
+    uint32_t scheduler_window = 16;  // FR-FCFS looks at the oldest this many queued requests
     uint32_t banks() const { return bank_groups * banks_per_group; }
     // One burst on one pseudo-channel's data bus, in ns.
     double burst_ns() const { return burst_bytes * pseudo_channels / stack_bytes_per_ns; }

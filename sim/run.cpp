@@ -65,8 +65,8 @@ int run(const RunOptions& o) {
     }
 
     make_output_directory(o.out);
-    StatsCollector stats(k.program, *arch);
-    TraceWriter trace(o.out + "/trace.json", k.program, *arch);
+    StatsCollector stats(k.program, *arch, w.cores);
+    TraceWriter trace(o.out + "/trace.json", k.program, *arch, w.cores);
     Fanout sink(stats, trace);
     const models::SimulationResult result = models::simulate(k.program, *arch, memory_ptrs, sink);
     if (!result.completed) {

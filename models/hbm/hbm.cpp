@@ -152,7 +152,8 @@ HbmServed HbmModel::decide(uint32_t channel, Picoseconds now) {
   size_t best = SIZE_MAX;
   Plan best_plan;
   Picoseconds first_arrival(kNever);
-  for (size_t i = 0; i < ch.queue.size(); ++i) {
+  const size_t window = std::min<size_t>(ch.queue.size(), std::max(1u, hbm_.scheduler_window));
+  for (size_t i = 0; i < window; ++i) {
     const Piece& p = ch.queue[i];
     if (p.arrival > now) {
       first_arrival = p.arrival < first_arrival ? p.arrival : first_arrival;
