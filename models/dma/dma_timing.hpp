@@ -91,8 +91,8 @@ class MemorySystem {
   Picoseconds next_event_time() const;
   Picoseconds lookahead() const { return lookahead_; }
 
-  // Completed transfers in completion order (times never decrease). The caller reads from
-  // `consumed` on and calls consume() when done with them.
+  // Completed transfers in completion order (times never decrease). The caller delivers them
+  // and calls consume_completions() once it has delivered all of them.
   const std::vector<uint32_t>& completions() const { return completions_; }
   void consume_completions() { completions_.clear(); }
 

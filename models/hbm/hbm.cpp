@@ -73,10 +73,13 @@ HbmLocation HbmModel::locate(uint32_t core, uint64_t address) const {
 
 // Bank b's refreshes start at offset_b + k * tREFI and last tRFC. Per-bank refresh staggers
 // the banks evenly over tREFI; all-bank refresh refreshes every bank at offset 0.
+int64_t HbmModel::refresh_offset(uint32_t bank) const {
+  return hbm_.per_bank_refresh ? t_refi_.value * bank / static_cast<int64_t>(hbm_.banks()) : 0;
+}
+
 Picoseconds HbmModel::refresh_overlapping(uint32_t bank, Picoseconds from, Picoseconds to) const {
   if (t_refi_.value <= 0 || t_rfc_.value <= 0) return Picoseconds(kNever);
-  const int64_t offset =
-      hbm_.per_bank_refresh ? t_refi_.value * bank / static_cast<int64_t>(hbm_.banks()) : 0;
+  const int64_t offset = refresh_offset(bank);
   const int64_t rel = from.value - offset;
   int64_t k = rel < 0 ? -1 : rel / t_refi_.value;
   for (int i = 0; i < 2; ++i, ++k) {
@@ -89,8 +92,7 @@ Picoseconds HbmModel::refresh_overlapping(uint32_t bank, Picoseconds from, Picos
 
 bool HbmModel::refreshed_between(uint32_t bank, Picoseconds from, Picoseconds to) const {
   if (t_refi_.value <= 0 || t_rfc_.value <= 0) return false;
-  const int64_t offset =
-      hbm_.per_bank_refresh ? t_refi_.value * bank / static_cast<int64_t>(hbm_.banks()) : 0;
+  const int64_t offset = refresh_offset(bank);
   auto starts_up_to = [&](int64_t t) { return t < offset ? 0 : (t - offset) / t_refi_.value + 1; };
   return starts_up_to(to.value) > starts_up_to(from.value);
 }

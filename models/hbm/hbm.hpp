@@ -137,6 +137,7 @@ class HbmModel {
   // Start of the first refresh of `bank` that overlaps [from, to), or kNever.
   Picoseconds refresh_overlapping(uint32_t bank, Picoseconds from, Picoseconds to) const;
   bool refreshed_between(uint32_t bank, Picoseconds from, Picoseconds to) const;
+  int64_t refresh_offset(uint32_t bank) const;
 
   const isa::ArchConfig::Hbm hbm_;
   uint32_t stacks_;
