@@ -33,6 +33,8 @@ std::optional<Engine> parse_engine(std::string_view name);
 struct ArchConfig {
   std::string name;
 
+  uint32_t chip_cores = 1;  // NeuronCores per chip (fact sheet section 2): how many a run may use
+
   // Engine clocks in MHz, indexed by Engine.
   std::array<uint32_t, kEngineCount> engine_mhz{};
   // The profiler's "NeuronCore base clock": cycle counts in its summary use it (X1).
@@ -87,15 +89,57 @@ struct ArchConfig {
   // D2: about 1.3 us from a cross-engine semaphore to the DMA starting. Modelled as a pipeline
   // latency from the trigger to the first byte: it does not occupy the DMA engines.
   double dma_start_latency_ns = 1300.0;
-  // Section 3: DMA transpose runs at up to 90% of copy throughput HBM->SBUF and 50% SBUF->SBUF
-  // (quoted for trn2; trn1 uses the same fractions: assumption).
+  // Peak of the core's DMA engines together (theoretical, D2).
+  double dma_peak_bytes_per_ns() const { return dma_engines * dma_engine_bytes_per_ns; }
+
+  // DMA engine pipeline (models/dma/dma_timing.cpp). An engine moves a transfer in chunks of at
+  // most dma_chunk_bytes and re-arbitrates between its queues after each chunk; it keeps at most
+  // dma_engine_outstanding_chunks chunks waiting for HBM. Assumptions: no public figure; 2 KiB is
+  // D2's recommended minimum transfer per partition, and 4 chunks cover the HBM latency at the
+  // engine's 27 B/ns.
+  uint32_t dma_chunk_bytes = 2048;
+  uint32_t dma_engine_outstanding_chunks = 4;
+  // D2: a hardware-generated (DGE) DMA instruction costs about 600 ns on v3. Charged to the
+  // issuing engine for a dma_copy with `dge` set; 0 means the preset has no DGE (v2).
+  double dma_dge_instruction_ns = 0;
+  // Fact sheet section 3: DMA transpose runs at up to 90% of copy throughput HBM->SBUF and 50%
+  // SBUF->SBUF (trn2).
   double dma_transpose_hbm_fraction = 0.9;
   double dma_transpose_sbuf_fraction = 0.5;
 
-  // HBM, first model: a per-core share of the chip's bandwidth, a fixed access latency.
+
+  // HBM. hbm_bytes_per_ns is the core's share of the chip's bandwidth (the MBU denominator);
+  // the detailed model below is per stack, shared by hbm.cores_per_stack cores.
   uint64_t hbm_capacity_bytes = 0;  // per preset: the chip's HBM over its cores
   double hbm_bytes_per_ns = 0;      // per preset: the chip's HBM bandwidth over its cores
-  double hbm_latency_ns = 100.0;    // assumption: typical HBM2e/HBM3 random access ~100 ns
+  // Fixed latency of the path from a DMA engine to the HBM controller and back (network on
+  // chip, controller, PHY), on top of the DRAM timing below. Assumption: chosen so that an idle
+  // row-miss read takes about 100 ns, the usual HBM2e/HBM3 figure; no AWS figure.
+  double hbm_latency_ns = 70.0;
+
+  // One HBM stack: organisation and DRAM timing. Timing in ns. Sources per preset in arch.cpp.
+  struct Hbm {
+    uint32_t cores_per_stack = 1;
+    double stack_bytes_per_ns = 0;  // peak of one stack: chip bandwidth / stacks
+    uint32_t pseudo_channels = 16;  // independent 'channels' the controller schedules
+    uint32_t bank_groups = 4;
+    uint32_t banks_per_group = 4;
+    uint32_t row_bytes = 1024;        // row buffer (page) per pseudo-channel
+    uint32_t burst_bytes = 32;        // one column access
+    uint32_t interleave_bytes = 256;  // consecutive bytes on one pseudo-channel (address map)
+    double t_rcd = 14, t_rp = 14, t_ras = 34, t_cl = 14, t_cwl = 4, t_wr = 16, t_rtp = 4;
+    double t_ccd_l = 0;  // column to column, same bank group (0: one burst time)
+    double t_rrd = 4, t_faw = 30, t_wtr = 8, t_rtw = 4;
+    double t_refi = 3900;  // refresh interval
+    double t_rfc = 160;    // refresh cycle time (of one bank when per_bank_refresh)
+    bool per_bank_refresh = true;
+    uint32_t starvation_limit = 16;  // FR-FCFS: times the oldest request may be bypassed
+    uint32_t scheduler_window = 16;  // FR-FCFS looks at the oldest this many queued requests
+    uint32_t banks() const { return bank_groups * banks_per_group; }
+    // One burst on one pseudo-channel's data bus, in ns.
+    double burst_ns() const { return burst_bytes * pseudo_channels / stack_bytes_per_ns; }
+  } hbm;
+
 
   uint32_t semaphores = 64;  // section 6: count not public; assumption
   // Instructions one kernel may hold (assumption: a bound on host memory, about 1 KiB each).

@@ -221,7 +221,10 @@ class LineParser {
   std::string quoted() {
     expect("\"", "'\"'");
     std::string s;
-    while (pos_ < text_.size() && text_[pos_] != '"') s += text_[pos_++];
+    while (pos_ < text_.size() && text_[pos_] != '"') {
+      if (text_[pos_] == '\\' && pos_ + 1 < text_.size()) ++pos_;  // \" and \\ escape
+      s += text_[pos_++];
+    }
     if (pos_ >= text_.size()) fail("unterminated string: expected a closing '\"'");
     ++pos_;
     return s;
@@ -289,6 +292,10 @@ class Assembler {
     bool in_quotes = false;
     size_t cut = raw.size();
     for (size_t i = 0; i < raw.size(); ++i) {
+      if (in_quotes && raw[i] == '\\') {
+        ++i;  // an escaped character inside a label
+        continue;
+      }
       if (raw[i] == '"') in_quotes = !in_quotes;
       if (raw[i] == '#' && !in_quotes) {
         cut = i;
@@ -722,6 +729,11 @@ class Assembler {
         if (!(fields & f))
           p.fail_at(item_at, fmt::format("{} takes no option \"{}\"", opname, key));
       };
+      if (key == "dge") {
+        needs(kQueue);
+        in.dma_dge = true;  // hardware descriptor generation (v3): D2's ~600 ns instruction
+        continue;
+      }
       if (key == "start" || key == "stop") {
         needs(kStartStop);
         (key == "start" ? in.accumulate_start : in.accumulate_stop) = true;
@@ -914,6 +926,15 @@ struct Printer {
     return s.per_partition.present() ? access_pattern(s.per_partition) : number_text(s.imm);
   }
 
+  static std::string escaped(const std::string& s) {
+    std::string out;
+    for (char c : s) {
+      if (c == '"' || c == '\\') out += '\\';
+      out += c;
+    }
+    return out;
+  }
+
   static bool identifier(const std::string& s) {
     if (s.empty() || !(std::isalpha(static_cast<unsigned char>(s[0])) || s[0] == '_')) return false;
     return std::all_of(s.begin(), s.end(), [](char c) {
@@ -924,7 +945,7 @@ struct Printer {
   std::string instruction(const Instruction& in) const {
     std::string s;
     if (!in.label.empty())
-      s += identifier(in.label) ? in.label + ": " : fmt::format("\"{}\": ", in.label);
+      s += identifier(in.label) ? in.label + ": " : fmt::format("\"{}\": ", escaped(in.label));
     s += fmt::format("{}.{}", assembler_name_of(in.engine), name_of(in.opcode));
     std::vector<std::string> items;
     const int n = positional_operands(in.opcode);
@@ -932,6 +953,7 @@ struct Printer {
     for (int i = 1; i < n; ++i) items.push_back(access_pattern(in.src[i - 1]));
     const uint32_t f = fields_of(in.opcode);
     if (f & kQueue) items.push_back("queue=" + program.queues[in.dma_queue].name);
+    if ((f & kQueue) && in.dma_dge) items.push_back("dge");
     if (f & kStartStop) {
       if (in.accumulate_start) items.push_back("start");
       if (in.accumulate_stop) items.push_back("stop");
@@ -1152,6 +1174,7 @@ nlohmann::json to_json(const Program& program, const std::vector<OnChipBuffer>& 
       if (n > 1) o["src"] = src;
       const uint32_t f = fields_of(in.opcode);
       if (f & kQueue) o["queue"] = in.dma_queue;
+      if ((f & kQueue) && in.dma_dge) o["dge"] = true;
       if (f & kStartStop) {
         o["start"] = in.accumulate_start;
         o["stop"] = in.accumulate_stop;
@@ -1206,6 +1229,11 @@ Assembly from_json(const nlohmann::json& j, const std::string& file) {
   a.auto_sync = false;
   Program& p = a.program;
   if (j.contains("name")) p.name = r.string(j["name"], "/name");
+  if (j.contains("arch")) {
+    a.arch = r.string(j["arch"], "/arch");
+    if (!preset(a.arch))
+      r.fail("/arch", fmt::format("unknown preset; expected one of {}", preset_names()));
+  }
   const auto& tensors = r.at(j, "tensors", "");
   if (!tensors.is_array()) r.fail("/tensors", "expected an array");
   for (size_t i = 0; i < tensors.size(); ++i) {
@@ -1299,6 +1327,7 @@ Assembly from_json(const nlohmann::json& j, const std::string& file) {
         if (q < 0 || static_cast<size_t>(q) >= p.queues.size())
           r.fail(w + "/queue", "no such queue");
         in.dma_queue = static_cast<uint16_t>(q);
+        in.dma_dge = o.value("dge", false);
       }
       if (f & kStartStop) {
         in.accumulate_start = o.value("start", true);

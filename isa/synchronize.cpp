@@ -125,14 +125,25 @@ Program synchronize(const std::vector<Instruction>& sequence, Program program,
       if (conflicts(fp[j], fp[i]) || conflicts(fp[i], fp[j]))
         need[exec[j]] = static_cast<int64_t>(j);
     }
-    // The issuing engine waits; its own stream and (for a DMA) its queue's order are implied.
+    // The issuing engine waits; its own stream and (for a DMA) its queue's order are implied,
+    // and so is whatever the engine already knows.
+    std::vector<std::pair<size_t, size_t>> candidates;  // (executor, position)
     for (size_t x = 0; x < executors; ++x) {
       if (need[x] < 0 || x == engine || x == exec[i]) continue;
       const size_t j = static_cast<size_t>(need[x]);
-      if (known[engine][x] > static_cast<int64_t>(pos[j])) continue;  // already implied
-      waits[i].emplace_back(x, pos[j]);
-      signals[j] = true;
-      merge(known[engine], snapshot[x][pos[j]]);
+      if (known[engine][x] > static_cast<int64_t>(pos[j])) continue;
+      candidates.emplace_back(x, pos[j]);
+    }
+    // A candidate that another candidate's completion already implies needs no wait of its own.
+    for (const auto& [x, p] : candidates) {
+      bool implied = false;
+      for (const auto& [x2, p2] : candidates) {
+        if (x2 != x && snapshot[x2][p2][x] > static_cast<int64_t>(p)) implied = true;
+      }
+      if (implied) continue;
+      waits[i].emplace_back(x, p);
+      signals[items[x][p]] = true;
+      merge(known[engine], snapshot[x][p]);
     }
     if (exec[i] == engine) {
       // Later instructions of the engine know this one finished (the stream is in order).

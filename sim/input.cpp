@@ -81,6 +81,7 @@ LoadedWorkload load_workload_file(const std::string& path, const std::string& ar
       }
     } else {
       a = isa::from_json(workloads::parse_json(text, path), path);
+      if (arch_name.empty() && !a.arch.empty()) arch = preset_or_throw(a.arch);
     }
     return {workloads::describe_assembly(a), workloads::lower_assembly(a, arch, functional), arch};
   }

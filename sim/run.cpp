@@ -58,26 +58,39 @@ int run(const RunOptions& o) {
       return kBadInput;
     }
 
-    std::unique_ptr<isa::MemoryImage> memory;
-    if (!o.timing_only) {
-      memory = std::make_unique<isa::MemoryImage>(arch, k.program.dram_bytes());
-      workloads::load_inputs(k, *memory);
+    // One functional state per core: each core runs the kernel on its own tensors.
+    std::vector<std::unique_ptr<isa::MemoryImage>> memories;
+    std::vector<isa::MemoryImage*> memory_ptrs;
+    for (uint32_t c = 0; c < w.cores; ++c) {
+      if (!o.timing_only) {
+        memories.push_back(std::make_unique<isa::MemoryImage>(arch, k.program.dram_bytes()));
+        workloads::load_inputs(k, *memories.back());
+      }
+      memory_ptrs.push_back(o.timing_only ? nullptr : memories.back().get());
     }
 
     make_output_directory(o.out);
-    StatsCollector stats(k.program, arch);
-    TraceWriter trace(o.out + "/trace.json", k.program, arch);
+    StatsCollector stats(k.program, arch, w.cores);
+    TraceWriter trace(o.out + "/trace.json", k.program, arch, w.cores);
     Fanout sink(stats, trace);
-    const models::SimulationResult result = models::simulate(k.program, arch, memory.get(), sink);
+    const models::SimulationResult result = models::simulate(k.program, arch, memory_ptrs, sink);
     if (!result.completed) {
       spdlog::error("{}: the program deadlocked at {:.3f} us; engines still waiting:\n{}",
                     o.workload, result.end_time.us(), result.deadlock);
       return kBadInput;
     }
 
-    RunReport report{w, arch, k, stats, result.end_time, o.timing_only, {}, o.out};
-    if (memory && !k.expected.empty()) report.check = workloads::check_outputs(k, *memory);
-
+    RunReport report{w, arch, k, stats, result, result.end_time, o.timing_only, {}, o.out};
+    for (size_t c = 0; c < memories.size() && !k.expected.empty(); ++c) {
+      // The worst core's result stands for the run: a failure, else the largest error.
+      const workloads::CheckResult r = workloads::check_outputs(k, *memories[c]);
+      const bool worse = r.status == workloads::CheckResult::Status::fail
+                             ? report.check.status != workloads::CheckResult::Status::fail ||
+                                   r.max_abs_error > report.check.max_abs_error
+                             : report.check.status != workloads::CheckResult::Status::fail &&
+                                   r.max_abs_error >= report.check.max_abs_error;
+      if (c == 0 || worse) report.check = r;
+    }
     OutputFile stats_file(o.out + "/stats.json");
     stats_file.write(stats_json(report).dump(2) + "\n");
     trace.commit();

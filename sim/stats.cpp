@@ -6,8 +6,9 @@
 
 namespace trnsim::sim {
 
-StatsCollector::StatsCollector(const isa::Program& program, const isa::ArchConfig& arch)
-    : program_(program), arch_(arch) {}
+StatsCollector::StatsCollector(const isa::Program& program, const isa::ArchConfig& arch,
+                               uint32_t cores)
+    : program_(program), arch_(arch), cores_(cores), queues_(cores * program.queues.size()) {}
 
 void StatsCollector::count(const isa::AccessPattern& ap, bool write) {
   if (!ap.present()) return;
@@ -41,6 +42,13 @@ void StatsCollector::on_transfer(const models::TransferRecord& r) {
   const isa::Instruction& in = program_.stream(r.issuer)[r.index];
   ++transfers_;
   dma_bytes_ += r.bytes;
+  // A queue completes in order, so its intervals arrive sorted by end.
+  QueueStats& q = queues_[r.core * program_.queues.size() + r.queue];
+  q.bytes += r.bytes;
+  ++q.transfers;
+  const Picoseconds from = max(r.start, q.covered_to);
+  if (r.end > from) q.busy = q.busy + (r.end - from);
+  q.covered_to = max(q.covered_to, r.end);
   count(in.src[0], false);
   count(in.dst, true);
   if (!dma_intervals_.empty() && r.start <= dma_intervals_.back().second) {

@@ -20,6 +20,14 @@ struct EngineStats {
   uint64_t flops = 0;
 };
 
+// One DMA queue of one core over the run.
+struct QueueStats {
+  uint64_t bytes = 0;
+  uint64_t transfers = 0;
+  Picoseconds busy;  // union of its transfers' [start, end]
+  Picoseconds covered_to;
+};
+
 struct MemoryTraffic {
   uint64_t read = 0;
   uint64_t written = 0;
@@ -27,7 +35,7 @@ struct MemoryTraffic {
 
 class StatsCollector : public models::EventSink {
  public:
-  StatsCollector(const isa::Program& program, const isa::ArchConfig& arch);
+  StatsCollector(const isa::Program& program, const isa::ArchConfig& arch, uint32_t cores = 1);
   void on_instruction(const models::InstructionRecord& r) override;
   void on_transfer(const models::TransferRecord& r) override;
 
@@ -36,12 +44,19 @@ class StatsCollector : public models::EventSink {
   uint64_t dma_bytes() const { return dma_bytes_; }
   Picoseconds dma_active() const;  // union of transfer intervals over every queue
   const MemoryTraffic& traffic(isa::Memory m) const { return traffic_[static_cast<int>(m)]; }
+  uint32_t cores() const { return cores_; }
+  // Queue q of core c.
+  const QueueStats& queue(uint32_t core, size_t q) const {
+    return queues_[core * program_.queues.size() + q];
+  }
 
  private:
   void count(const isa::AccessPattern& ap, bool write);
 
   const isa::Program& program_;
   const isa::ArchConfig& arch_;
+  uint32_t cores_;
+  std::vector<QueueStats> queues_;
   std::array<EngineStats, isa::kEngineCount> engines_{};
   std::array<MemoryTraffic, 3> traffic_{};
   uint64_t transfers_ = 0;

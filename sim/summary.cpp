@@ -62,9 +62,41 @@ json arch_json(const isa::ArchConfig& a) {
           {"dma_engine_bytes_per_ns", a.dma_engine_bytes_per_ns},
           {"dma_descriptor_overhead_ns", a.dma_descriptor_overhead_ns},
           {"dma_start_latency_ns", a.dma_start_latency_ns},
+          {"dma_chunk_bytes", a.dma_chunk_bytes},
+          {"dma_engine_outstanding_chunks", a.dma_engine_outstanding_chunks},
+          {"dma_dge_instruction_ns", a.dma_dge_instruction_ns},
+          {"dma_transpose_hbm_fraction", a.dma_transpose_hbm_fraction},
+          {"dma_transpose_sbuf_fraction", a.dma_transpose_sbuf_fraction},
+          {"chip_cores", a.chip_cores},
           {"hbm_capacity_bytes", a.hbm_capacity_bytes},
           {"hbm_bytes_per_ns", a.hbm_bytes_per_ns},
           {"hbm_latency_ns", a.hbm_latency_ns},
+          {"hbm",
+           {{"cores_per_stack", a.hbm.cores_per_stack},
+            {"stack_bytes_per_ns", a.hbm.stack_bytes_per_ns},
+            {"pseudo_channels", a.hbm.pseudo_channels},
+            {"bank_groups", a.hbm.bank_groups},
+            {"banks_per_group", a.hbm.banks_per_group},
+            {"row_bytes", a.hbm.row_bytes},
+            {"burst_bytes", a.hbm.burst_bytes},
+            {"interleave_bytes", a.hbm.interleave_bytes},
+            {"t_rcd_ns", a.hbm.t_rcd},
+            {"t_rp_ns", a.hbm.t_rp},
+            {"t_ras_ns", a.hbm.t_ras},
+            {"t_cl_ns", a.hbm.t_cl},
+            {"t_cwl_ns", a.hbm.t_cwl},
+            {"t_wr_ns", a.hbm.t_wr},
+            {"t_rtp_ns", a.hbm.t_rtp},
+            {"t_ccd_l_ns", a.hbm.t_ccd_l},
+            {"t_rrd_ns", a.hbm.t_rrd},
+            {"t_faw_ns", a.hbm.t_faw},
+            {"t_wtr_ns", a.hbm.t_wtr},
+            {"t_rtw_ns", a.hbm.t_rtw},
+            {"t_refi_ns", a.hbm.t_refi},
+            {"t_rfc_ns", a.hbm.t_rfc},
+            {"per_bank_refresh", a.hbm.per_bank_refresh},
+            {"starvation_limit", a.hbm.starvation_limit},
+            {"scheduler_window", a.hbm.scheduler_window}}},
           {"semaphores", a.semaphores}};
 }
 
@@ -78,6 +110,34 @@ const char* status_name(CheckResult::Status s) {
       return "skipped";
   }
   return "?";
+}
+
+// Achieved memory bandwidth against what the hardware allows, in bytes per ns (GB/s).
+struct MemoryFigures {
+  double dma_achieved = 0;  // DMA bytes over the run
+  double hbm_achieved = 0;  // HBM bytes read plus written over the run
+  double dma_peak = 0;      // every simulated core's DMA engines, theoretical
+  double hbm_peak = 0;      // the HBM stacks the simulated cores use
+  double limit = 0;         // what the DMA traffic could reach: min of the two, per DMA byte
+  double percent_of_limit() const { return limit > 0 ? 100.0 * dma_achieved / limit : 0.0; }
+  double percent_of_hbm_peak() const { return hbm_peak > 0 ? 100.0 * hbm_achieved / hbm_peak : 0; }
+};
+
+MemoryFigures memory_figures(const RunReport& r) {
+  const StatsCollector& s = r.stats;
+  MemoryFigures m;
+  const uint64_t hbm_bytes = s.traffic(isa::Memory::hbm).read + s.traffic(isa::Memory::hbm).written;
+  if (r.total.value > 0) {
+    m.dma_achieved = s.dma_bytes() / r.total.ns();
+    m.hbm_achieved = hbm_bytes / r.total.ns();
+  }
+  m.dma_peak = r.arch.dma_peak_bytes_per_ns() * r.result.cores;
+  m.hbm_peak = r.result.hbm_stack_peak_bytes_per_ns * r.result.hbm_stacks;
+  // An HBM->HBM byte costs HBM twice; SBUF->SBUF costs it nothing.
+  m.limit = hbm_bytes > 0 && s.dma_bytes() > 0
+                ? std::min(m.dma_peak, m.hbm_peak * s.dma_bytes() / static_cast<double>(hbm_bytes))
+                : m.dma_peak;
+  return m;
 }
 
 }  // namespace
@@ -113,6 +173,23 @@ json stats_json(const RunReport& r) {
   summary["dma_active_time_percent"] = percent(s.dma_active(), r.total);
   summary["dma_achieved_bytes_per_second"] =
       r.total.value > 0 ? s.dma_bytes() / seconds(r.total) : 0.0;
+  const MemoryFigures mf = memory_figures(r);
+  summary["cores"] = r.result.cores;
+  summary["dma_peak_bytes_per_second"] = mf.dma_peak * 1e9;
+  summary["memory_limit_bytes_per_second"] = mf.limit * 1e9;
+  summary["dma_achieved_percent_of_limit"] = mf.percent_of_limit();
+  summary["hbm_stacks"] = r.result.hbm_stacks;
+  summary["hbm_peak_bytes_per_second"] = mf.hbm_peak * 1e9;
+  summary["hbm_achieved_bytes_per_second"] = mf.hbm_achieved * 1e9;
+  summary["hbm_achieved_percent_of_peak"] = mf.percent_of_hbm_peak();
+  const models::HbmCounters& hc = r.result.hbm;
+  summary["hbm_row_buffer_hit_rate"] = hc.row_hit_rate();
+  summary["hbm_column_accesses"] = hc.column_accesses;
+  summary["hbm_row_hits"] = hc.row_hits;
+  summary["hbm_row_misses"] = hc.row_misses;
+  summary["hbm_row_conflicts"] = hc.row_conflicts;
+  summary["hbm_refresh_stalls"] = hc.refresh_stalls;
+  summary["hbm_read_write_turnarounds"] = hc.turnarounds;
   const std::pair<const char*, isa::Memory> memories[] = {
       {"hbm", isa::Memory::hbm}, {"sbuf", isa::Memory::sbuf}, {"psum", isa::Memory::psum}};
   for (const auto& [name, m] : memories) {
@@ -133,6 +210,18 @@ json stats_json(const RunReport& r) {
                      {"end_time_ps", r.total.value},
                      {"instructions", r.kernel.program.instruction_count()},
                      {"dma_transfers", s.transfers()}});
+  json queues = json::array();
+  for (uint32_t c = 0; c < s.cores(); ++c) {
+    for (size_t q = 0; q < r.kernel.program.queues.size(); ++q) {
+      const QueueStats& qs = s.queue(c, q);
+      queues.push_back({{"core", c},
+                        {"queue", r.kernel.program.queues[q].name},
+                        {"transfers", qs.transfers},
+                        {"bytes", qs.bytes},
+                        {"busy_time", seconds(qs.busy)},
+                        {"busy_time_percent", percent(qs.busy, r.total)}});
+    }
+  }
   json check = {{"status", status_name(r.check.status)}};
   if (r.check.status != CheckResult::Status::skipped) {
     check["max_abs_error"] = r.check.max_abs_error;
@@ -146,6 +235,7 @@ json stats_json(const RunReport& r) {
           {"mode", r.timing_only ? "timing-only" : "full"},
           {"workload", w},
           {"summary", summary},
+          {"dma_queues", queues},
           {"kernels", kernels},
           {"choices", r.kernel.choices},
           {"check", check},
@@ -155,8 +245,10 @@ json stats_json(const RunReport& r) {
 std::string summary_text(const RunReport& r) {
   const StatsCollector& s = r.stats;
   std::string out;
-  out += fmt::format("trnsim 0.1.0  {}  arch={}  mode={}\n", r.workload.name, r.arch.name,
-                     r.timing_only ? "timing-only" : "full");
+  out += fmt::format(
+      "trnsim 0.1.0  {}  arch={}  mode={}{}\n", r.workload.name, r.arch.name,
+      r.timing_only ? "timing-only" : "full",
+      r.result.cores > 1 ? fmt::format("  cores={} (engine rows sum them)", r.result.cores) : "");
   std::string check;
   switch (r.check.status) {
     case CheckResult::Status::pass:
@@ -199,17 +291,40 @@ std::string summary_text(const RunReport& r) {
                        busiest_engine == isa::index_of(e) ? "busiest" : "");
   }
   // Achieved bandwidths in B/ns, which is GB/s.
-  const double dma_bw = r.total.value > 0 ? s.dma_bytes() / r.total.ns() : 0.0;
-  const uint64_t hbm_bytes = s.traffic(isa::Memory::hbm).read + s.traffic(isa::Memory::hbm).written;
-  const double hbm_bw = r.total.value > 0 ? hbm_bytes / r.total.ns() : 0.0;
+  const MemoryFigures mf = memory_figures(r);
   out += fmt::format("{:<9}{:>8}{:>12}{:>8.1f}%{:>14}   {}\n", "DMA", grouped(s.transfers()),
                      duration(s.dma_active()), percent(s.dma_active(), r.total), "-",
                      busiest_engine < 0 ? "busiest" : "");
   out += fmt::format(
-      "DMA {} moved, avg {} per transfer, {:.0f} GB/s; HBM {:.0f} GB/s = {:.0f}% of "
-      "the core's {:.0f} GB/s\n",
+      "DMA {} moved, avg {} per transfer, {:.0f} GB/s = {:.1f}% of the {:.0f} GB/s limit "
+      "(DMA engines {:.0f}, HBM {:.0f} GB/s)\n",
       bytes_text(s.dma_bytes()), bytes_text(s.transfers() ? s.dma_bytes() / s.transfers() : 0),
-      dma_bw, hbm_bw, 100.0 * hbm_bw / r.arch.hbm_bytes_per_ns, r.arch.hbm_bytes_per_ns);
+      mf.dma_achieved, mf.percent_of_limit(), mf.limit, mf.dma_peak, mf.hbm_peak);
+  const models::HbmCounters& hc = r.result.hbm;
+  out += fmt::format(
+      "HBM read {}, written {}, {:.0f} GB/s = {:.1f}% of {} stack{} peak; row-buffer hit rate "
+      "{:.1f}%\n",
+      bytes_text(s.traffic(isa::Memory::hbm).read), bytes_text(s.traffic(isa::Memory::hbm).written),
+      mf.hbm_achieved, mf.percent_of_hbm_peak(), r.result.hbm_stacks,
+      r.result.hbm_stacks == 1 ? "'s" : "s'", 100.0 * hc.row_hit_rate());
+  // The queues, at most four lines; stats.json has all of them.
+  size_t shown = 0, total_queues = 0;
+  for (uint32_t c = 0; c < s.cores(); ++c) {
+    for (size_t q = 0; q < r.kernel.program.queues.size(); ++q) {
+      const QueueStats& qs = s.queue(c, q);
+      if (qs.transfers == 0) continue;
+      ++total_queues;
+      if (shown == 4) continue;
+      ++shown;
+      out += fmt::format("queue {}{}: {} in {} transfers, busy {} ({:.1f}%)\n",
+                         r.kernel.program.queues[q].name,
+                         s.cores() > 1 ? fmt::format(" core {}", c) : "", bytes_text(qs.bytes),
+                         grouped(qs.transfers), duration(qs.busy), percent(qs.busy, r.total));
+    }
+  }
+  if (total_queues > shown) {
+    out += fmt::format("... {} more queues in stats.json\n", total_queues - shown);
+  }
   out += fmt::format("outputs: {}/{{stats.json,trace.json}}\n", r.out_dir);
   // Rows without a note end without trailing blanks.
   std::string trimmed;

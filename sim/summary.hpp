@@ -6,6 +6,7 @@
 
 #include "isa/arch.hpp"
 #include "isa/program.hpp"
+#include "models/neuroncore/simulate.hpp"
 #include "sim/stats.hpp"
 #include "workloads/lowering.hpp"
 
@@ -18,6 +19,7 @@ struct RunReport {
   const isa::ArchConfig& arch;
   const workloads::LoweredKernel& kernel;
   const StatsCollector& stats;
+  const models::SimulationResult& result;
   Picoseconds total;
   bool timing_only = false;
   CheckResult check;

@@ -75,7 +75,9 @@ int assemble(const std::string& input, const std::string& out, const std::string
   return guarded(input, arch_name, [&] {
     isa::ArchConfig arch;
     const isa::Assembly a = ready_program(input, arch_name, arch);
-    return emit(out, isa::to_json(a.program, a.buffers, a.inits, a.expectations).dump(1) + "\n");
+    nlohmann::json j = isa::to_json(a.program, a.buffers, a.inits, a.expectations);
+    if (!a.arch.empty()) j["arch"] = a.arch;  // the program's own preset travels with it
+    return emit(out, j.dump(1) + "\n");
   });
 }
 

@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <cmath>
 #include <nlohmann/json.hpp>
 
 #include "models/neuroncore/cost.hpp"
@@ -9,8 +11,10 @@
 namespace trnsim::sim {
 
 namespace {
-constexpr int kCorePid = 1;
 constexpr size_t kFlushBytes = 1 << 16;
+int core_pid(uint32_t core) {
+  return 1 + static_cast<int>(core);
+}
 
 std::string json_string(const std::string& s) {
   return nlohmann::json(s).dump();
@@ -23,26 +27,31 @@ std::string trace_timestamp(Picoseconds t) {
 }
 
 TraceWriter::TraceWriter(const std::string& path, const isa::Program& program,
-                         const isa::ArchConfig& arch)
-    : file_(path), program_(program), arch_(arch) {
+                         const isa::ArchConfig& arch, uint32_t cores)
+    : cores_(cores), file_(path), program_(program), arch_(arch) {
   buffer_ = "{\"displayTimeUnit\":\"ns\",\"traceEvents\":[\n";
-  event(fmt::format(R"({{"ph":"M","pid":{},"name":"process_name","args":{{"name":{}}}}})", kCorePid,
-                    json_string(fmt::format("NeuronCore 0 ({}) {}", arch.name, program.name))));
-  for (isa::Engine e : isa::kAllEngines) {
-    event(
-        fmt::format(R"({{"ph":"M","pid":{},"tid":{},"name":"thread_name","args":{{"name":"{}"}}}})",
-                    kCorePid, engine_lane(e), isa::name_of(e)));
+  for (uint32_t core = 0; core < cores_; ++core) {
+    const int kCorePid = core_pid(core);
     event(fmt::format(
-        R"({{"ph":"M","pid":{},"tid":{},"name":"thread_sort_index","args":{{"sort_index":{}}}}})",
-        kCorePid, engine_lane(e), engine_lane(e)));
-  }
-  for (size_t q = 0; q < program.queues.size(); ++q) {
-    const int lane = queue_lane(static_cast<uint16_t>(q));
-    event(fmt::format(R"({{"ph":"M","pid":{},"tid":{},"name":"thread_name","args":{{"name":{}}}}})",
+        R"({{"ph":"M","pid":{},"name":"process_name","args":{{"name":{}}}}})", kCorePid,
+        json_string(fmt::format("NeuronCore {} ({}) {}", core, arch.name, program.name))));
+    for (isa::Engine e : isa::kAllEngines) {
+      event(fmt::format(
+          R"({{"ph":"M","pid":{},"tid":{},"name":"thread_name","args":{{"name":"{}"}}}})", kCorePid,
+          engine_lane(e), isa::name_of(e)));
+      event(fmt::format(
+          R"({{"ph":"M","pid":{},"tid":{},"name":"thread_sort_index","args":{{"sort_index":{}}}}})",
+          kCorePid, engine_lane(e), engine_lane(e)));
+    }
+    for (size_t q = 0; q < program.queues.size(); ++q) {
+      const int lane = queue_lane(static_cast<uint16_t>(q));
+      event(
+          fmt::format(R"({{"ph":"M","pid":{},"tid":{},"name":"thread_name","args":{{"name":{}}}}})",
                       kCorePid, lane, json_string("DMA " + program.queues[q].name)));
-    event(fmt::format(
-        R"({{"ph":"M","pid":{},"tid":{},"name":"thread_sort_index","args":{{"sort_index":{}}}}})",
-        kCorePid, lane, lane));
+      event(fmt::format(
+          R"({{"ph":"M","pid":{},"tid":{},"name":"thread_sort_index","args":{{"sort_index":{}}}}})",
+          kCorePid, lane, lane));
+    }
   }
 }
 
@@ -63,6 +72,10 @@ void TraceWriter::flush_if_full() {
 void TraceWriter::on_instruction(const models::InstructionRecord& r) {
   const isa::Instruction& in = program_.stream(r.engine)[r.index];
   const int lane = engine_lane(r.engine);
+  const int kCorePid = core_pid(static_cast<uint32_t>(r.core));
+  if (isa::is_dma(in.opcode)) {
+    steps_.push_back({r.end.value, static_cast<uint32_t>(r.core), Counter::pending_dmas, 1.0});
+  }
   const Picoseconds semaphores_met = r.start - r.port_wait;
   if (r.port_wait.value > 0) {
     event(fmt::format(
@@ -103,6 +116,15 @@ void TraceWriter::on_instruction(const models::InstructionRecord& r) {
 void TraceWriter::on_transfer(const models::TransferRecord& r) {
   const isa::Instruction& in = program_.stream(r.issuer)[r.index];
   const std::string name = in.label.empty() ? std::string("dma_copy") : in.label;
+  const int kCorePid = core_pid(static_cast<uint32_t>(r.core));
+  const auto core = static_cast<uint32_t>(r.core);
+  steps_.push_back({r.end.value, core, Counter::pending_dmas, -1.0});
+  if (r.end > r.start) {
+    // The transfer's average rate over its lifetime, in bytes per ns (GB/s).
+    const double rate = static_cast<double>(r.bytes) / (r.end - r.start).ns();
+    steps_.push_back({r.start.value, core, Counter::dma_throughput, rate});
+    steps_.push_back({r.end.value, core, Counter::dma_throughput, -rate});
+  }
   event(fmt::format(
       R"({{"ph":"X","pid":{},"tid":{},"ts":{},"dur":{},"name":{},"cat":"dma","args":{{"bytes":{},"dma_engines":{},"descriptors":{},"issued_by":"{}","issued_at_us":{},"src":{},"dst":{}}}}})",
       kCorePid, queue_lane(r.queue), trace_timestamp(r.start), trace_timestamp(r.end - r.start),
@@ -111,7 +133,33 @@ void TraceWriter::on_transfer(const models::TransferRecord& r) {
       json_string(in.dst.to_string())));
 }
 
+void TraceWriter::write_counters() {
+  std::stable_sort(steps_.begin(), steps_.end(), [](const CounterStep& a, const CounterStep& b) {
+    if (a.core != b.core) return a.core < b.core;
+    if (a.counter != b.counter) return a.counter < b.counter;
+    return a.time < b.time;
+  });
+  double value = 0;
+  for (size_t i = 0; i < steps_.size(); ++i) {
+    const CounterStep& s = steps_[i];
+    if (i == 0 || s.core != steps_[i - 1].core || s.counter != steps_[i - 1].counter) value = 0;
+    value += s.delta;
+    // One sample per distinct time: the value after every change at that time.
+    const bool last_at_time = i + 1 == steps_.size() || steps_[i + 1].time != s.time ||
+                              steps_[i + 1].core != s.core || steps_[i + 1].counter != s.counter;
+    if (!last_at_time) continue;
+    const bool pending = s.counter == Counter::pending_dmas;
+    if (std::abs(value) < 1e-9) value = 0;  // rates added and removed leave rounding dust
+    event(fmt::format(
+        R"({{"ph":"C","pid":{},"ts":{},"name":"{}","args":{{"{}":{}}}}})", core_pid(s.core),
+        trace_timestamp(Picoseconds(s.time)), pending ? "pending DMAs" : "DMA throughput",
+        pending ? "transfers" : "GB/s",
+        pending ? fmt::format("{}", static_cast<int64_t>(value)) : fmt::format("{:.3f}", value)));
+  }
+}
+
 void TraceWriter::commit() {
+  write_counters();
   buffer_ += "\n]}\n";
   file_.write(buffer_);
   buffer_.clear();

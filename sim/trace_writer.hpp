@@ -1,9 +1,11 @@
 // trace.json in Chrome trace-event format (what Perfetto and chrome://tracing open), written
 // as a stream while the simulation runs: one slice per instruction and per DMA transfer, a
-// slice per semaphore wait, a lane per engine and per DMA queue.
+// slice per semaphore wait, a lane per engine and per DMA queue, one process per NeuronCore,
+// and counters per core: pending DMA transfers and DMA throughput (GB/s).
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "isa/arch.hpp"
 #include "isa/program.hpp"
@@ -14,10 +16,12 @@ namespace trnsim::sim {
 
 class TraceWriter : public models::EventSink {
  public:
-  TraceWriter(const std::string& path, const isa::Program& program, const isa::ArchConfig& arch);
+  TraceWriter(const std::string& path, const isa::Program& program, const isa::ArchConfig& arch,
+              uint32_t cores = 1);
   void on_instruction(const models::InstructionRecord& r) override;
   void on_transfer(const models::TransferRecord& r) override;
-  void commit();  // closes the JSON and moves the file into place
+  // Writes the counters, closes the JSON and moves the file into place.
+  void commit();
 
   // Lane (thread id) of an engine and of a DMA queue within the NeuronCore process.
   static int engine_lane(isa::Engine e) { return isa::index_of(e); }
@@ -26,6 +30,19 @@ class TraceWriter : public models::EventSink {
  private:
   void event(const std::string& json);
   void flush_if_full();
+  void write_counters();
+
+  // Counter changes, kept as the run goes (two or three per transfer) and written at the end
+  // as Chrome "C" events, one per change: the count grows with transfers, not with time.
+  enum class Counter : uint8_t { pending_dmas, dma_throughput };
+  struct CounterStep {
+    int64_t time;
+    uint32_t core;
+    Counter counter;
+    double delta;
+  };
+  std::vector<CounterStep> steps_;
+  uint32_t cores_;
 
   OutputFile file_;
   const isa::Program& program_;

@@ -4,6 +4,8 @@
 
 #include <algorithm>
 
+#include "workloads/dma.hpp"
+
 namespace trnsim::workloads {
 
 using nlohmann::json;
@@ -37,9 +39,9 @@ std::string closest_name(const std::string& word, const std::vector<std::string>
 
 namespace {
 
-const std::vector<std::string> kKeys = {"name",  "kernel", "variant", "shape",
-                                        "dtype", "eps",    "seed",    "params"};
-const std::vector<std::string> kKernels = {"rmsnorm"};
+const std::vector<std::string> kCommonKeys = {"name", "kernel", "seed", "cores"};
+const std::vector<std::string> kRmsNormKeys = {"variant", "shape", "dtype", "eps", "params"};
+const std::vector<std::string> kKernels = {"rmsnorm", "dma"};
 const std::vector<std::string> kVariants = {"fused"};
 
 std::string type_name(const json& v) {
@@ -138,20 +140,54 @@ Workload parse_workload(const std::string& text, const std::string& file) {
   const json doc = parse_json(text, file);
   Reader r{file, doc};
   if (!doc.is_object()) r.fail("/", fmt::format("expected a JSON object, got {}", type_name(doc)));
-  for (const auto& item : doc.items()) {
-    if (std::find(kKeys.begin(), kKeys.end(), item.key()) == kKeys.end()) {
-      const std::string near = closest_name(item.key(), kKeys);
-      r.fail("/" + item.key(),
-             fmt::format("unknown key; expected one of: {}{}", fmt::join(kKeys, ", "),
-                         near.empty() ? "" : fmt::format(" (did you mean \"{}\"?)", near)));
-    }
-  }
   if (!doc.contains("kernel")) {
     r.fail("/kernel", fmt::format("missing; expected one of: {}", fmt::join(kKernels, ", ")));
   }
   Workload w;
   w.file = file;
   w.kernel = r.one_of("kernel", kKernels);
+  std::vector<std::string> keys = kCommonKeys;
+  const auto& own = w.kernel == "dma" ? dma_workload_keys() : kRmsNormKeys;
+  keys.insert(keys.end(), own.begin(), own.end());
+  for (const auto& item : doc.items()) {
+    if (std::find(keys.begin(), keys.end(), item.key()) == keys.end()) {
+      const std::string near = closest_name(item.key(), keys);
+      r.fail("/" + item.key(),
+             fmt::format("unknown key for kernel {}; expected one of: {}{}", w.kernel,
+                         fmt::join(keys, ", "),
+                         near.empty() ? "" : fmt::format(" (did you mean \"{}\"?)", near)));
+    }
+  }
+  if (doc.contains("cores")) {
+    const json& c = doc["cores"];
+    if (!c.is_number_unsigned() || c.get<uint64_t>() < 1 || c.get<uint64_t>() > 64) {
+      r.fail("/cores", fmt::format("expected a positive integer (NeuronCores), got {}", c.dump()));
+    }
+    w.cores = static_cast<uint32_t>(c.get<uint64_t>());
+  }
+  if (doc.contains("seed")) {
+    const json& s = doc["seed"];
+    if (!s.is_number_unsigned()) {
+      r.fail("/seed", fmt::format("expected a non-negative integer, got {}", s.dump()));
+    }
+    w.seed = s.get<uint64_t>();
+  }
+  if (doc.contains("name")) {
+    if (!doc["name"].is_string()) r.fail("/name", "expected a string");
+    w.name = doc["name"].get<std::string>();
+  } else {
+    std::string stem = file.substr(file.find_last_of('/') + 1);
+    w.name = stem.substr(0, stem.rfind(".json"));
+  }
+  if (w.kernel == "dma") {
+    // The dma lowering checks its own keys (workloads/dma.cpp); it sees them as params.
+    for (const auto& item : doc.items()) {
+      if (std::find(kCommonKeys.begin(), kCommonKeys.end(), item.key()) == kCommonKeys.end()) {
+        w.params[item.key()] = item.value();
+      }
+    }
+    return w;
+  }
   w.variant = doc.contains("variant") ? r.one_of("variant", kVariants) : "fused";
 
   if (!doc.contains("shape")) r.fail("/shape", "missing; expected [rows, hidden]");
@@ -183,25 +219,11 @@ Workload parse_workload(const std::string& text, const std::string& file) {
     }
     w.eps = e.get<double>();
   }
-  if (doc.contains("seed")) {
-    const json& s = doc["seed"];
-    if (!s.is_number_unsigned()) {
-      r.fail("/seed", fmt::format("expected a non-negative integer, got {}", s.dump()));
-    }
-    w.seed = s.get<uint64_t>();
-  }
   if (doc.contains("params")) {
     if (!doc["params"].is_object()) {
       r.fail("/params", fmt::format("expected an object, got {}", type_name(doc["params"])));
     }
     w.params = doc["params"];
-  }
-  if (doc.contains("name")) {
-    if (!doc["name"].is_string()) r.fail("/name", "expected a string");
-    w.name = doc["name"].get<std::string>();
-  } else {
-    std::string stem = file.substr(file.find_last_of('/') + 1);
-    w.name = stem.substr(0, stem.rfind(".json"));
   }
   return w;
 }

@@ -1,6 +1,8 @@
 // The workload file: what a user asks trnsim to run. This is the kernel form, e.g.
 //   {"kernel": "rmsnorm", "variant": "fused", "shape": [2048, 4096], "dtype": "bf16",
 //    "eps": 1e-6, "seed": 0}
+// or a DMA micro-benchmark, {"kernel": "dma", "pattern": "contiguous", "bytes_per_partition":
+// 4096, ...}, whose keys the dma lowering checks (they are kept in `params`).
 // See docs/workload-format.md.
 #pragma once
 
@@ -29,6 +31,9 @@ struct Workload {
   isa::DType dtype = isa::DType::bf16;
   double eps = 1e-6;
   uint64_t seed = 0;
+  // NeuronCores that each run the kernel on their own tensors, sharing the memory system
+  // (HBM stacks are shared as the preset says). 1 by default.
+  uint32_t cores = 1;
   nlohmann::json params = nlohmann::json::object();  // the lowering's choices, checked there
 };
 

@@ -10,59 +10,292 @@ DmaPlan plan_transfer(const isa::Instruction& dma, const isa::ArchConfig& arch) 
   const auto& dst = dma.dst;
   DmaPlan plan;
   plan.bytes = dst.bytes();
-  const uint32_t parts = dst.partitions;
-  plan.engines = arch.dma_engines_for(parts);
-  plan.partitions_per_engine = (parts + plan.engines - 1) / plan.engines;
-  // A descriptor moves one run that is contiguous on both sides.
-  const uint64_t run = std::gcd(src.contiguous_run_elements(), dst.contiguous_run_elements());
-  const uint64_t runs_per_partition = dst.free_elements() / run;
+  plan.partitions = dst.partitions;
+  plan.engines = arch.dma_engines_for(plan.partitions);
+  plan.partitions_per_engine = (plan.partitions + plan.engines - 1) / plan.engines;
+  plan.first_engine = (dst.memory == isa::Memory::hbm ? src.start_partition : dst.start_partition) /
+                      arch.dma_partitions_per_engine % arch.dma_engines;
+  // A descriptor moves one run that is contiguous on both sides. The transpose unit (the
+  // dma_transpose opcode, or a dma_copy flagged to go through it) reorders the elements itself:
+  // its descriptors follow the destination's runs.
+  const bool transpose = dma.dma_transpose || dma.opcode == isa::Opcode::dma_transpose;
+  const uint64_t run = transpose
+                           ? dst.contiguous_run_elements()
+                           : std::gcd(src.contiguous_run_elements(), dst.contiguous_run_elements());
+  plan.run_elements = run;
+  plan.runs_per_partition = dst.free_elements() / run;
   plan.run_bytes = run * isa::size_of(dst.dtype);
-  plan.descriptors = runs_per_partition * parts;
-  double bytes_per_ns = arch.dma_engine_bytes_per_ns;
-  if (dma.opcode == isa::Opcode::dma_transpose) {
-    bytes_per_ns *= src.memory == isa::Memory::hbm ? arch.dma_transpose_hbm_fraction
-                                                   : arch.dma_transpose_sbuf_fraction;
+  plan.descriptors = plan.runs_per_partition * plan.partitions;
+  plan.reads_hbm = src.memory == isa::Memory::hbm;
+  plan.writes_hbm = dst.memory == isa::Memory::hbm;
+  plan.engine_bytes_per_ns = arch.dma_engine_bytes_per_ns;
+  if (transpose) {
+    plan.engine_bytes_per_ns *=
+        plan.reads_hbm ? arch.dma_transpose_hbm_fraction : arch.dma_transpose_sbuf_fraction;
   }
-  const double per_descriptor_ns =
-      arch.dma_descriptor_overhead_ns + static_cast<double>(plan.run_bytes) / bytes_per_ns;
-  plan.engine_time = from_ns(per_descriptor_ns * static_cast<double>(runs_per_partition) *
+  const double per_descriptor_ns = arch.dma_descriptor_overhead_ns +
+                                   static_cast<double>(plan.run_bytes) / plan.engine_bytes_per_ns;
+  plan.engine_time = from_ns(per_descriptor_ns * static_cast<double>(plan.runs_per_partition) *
                              plan.partitions_per_engine);
-  plan.hbm_bytes = (src.memory == isa::Memory::hbm ? plan.bytes : 0) +
-                   (dst.memory == isa::Memory::hbm ? plan.bytes : 0);
+  plan.hbm_bytes = (plan.reads_hbm ? plan.bytes : 0) + (plan.writes_hbm ? plan.bytes : 0);
   return plan;
 }
 
-DmaEngineSet::DmaEngineSet(const isa::ArchConfig& arch)
-    : free_at_(arch.dma_engines),
-      order_(arch.dma_engines),
-      start_latency_(from_ns(arch.dma_start_latency_ns)) {}
+uint64_t run_address(const isa::AccessPattern& ap, const DmaPlan& plan, uint64_t descriptor) {
+  const uint64_t partition = descriptor / plan.runs_per_partition;
+  const uint64_t run = descriptor % plan.runs_per_partition;
+  const uint64_t es = isa::size_of(ap.dtype);
+  // Element index of the run's first element within the partition row, through the pattern's
+  // dimensions (innermost fastest).
+  uint64_t e = run * plan.run_elements;
+  int64_t offset = 0;
+  for (int d = ap.ndims - 1; d >= 0; --d) {
+    const uint64_t count = ap.dims[d].count;
+    offset += static_cast<int64_t>(e % count) * ap.dims[d].stride;
+    e /= count;
+  }
+  offset += static_cast<int64_t>(partition) * ap.partition_stride;
+  return ap.offset + static_cast<uint64_t>(offset) * es;
+}
 
-DmaTiming DmaEngineSet::schedule(const DmaPlan& plan, Picoseconds issued, HbmModel& hbm) {
-  std::iota(order_.begin(), order_.end(), 0u);
-  std::stable_sort(order_.begin(), order_.end(),
-                   [this](uint32_t a, uint32_t b) { return free_at_[a] < free_at_[b]; });
-  const Picoseconds ready = issued + start_latency_;
-  Picoseconds start(INT64_MAX);
-  Picoseconds data_end = ready;
+MemorySystem::MemorySystem(const isa::ArchConfig& arch, uint32_t cores, size_t max_transfers)
+    : arch_(arch),
+      cores_(cores == 0 ? 1 : cores),
+      lookahead_(max(from_ns(arch.dma_start_latency_ns), Picoseconds(1))),
+      hbm_(arch, (cores_ + arch.hbm.cores_per_stack - 1) / std::max(1u, arch.hbm.cores_per_stack)) {
+  events_.reserve(4096);
+  transfers_.reserve(max_transfers);
+  parts_.reserve(max_transfers * arch.dma_engines);
+  engines_.resize(static_cast<size_t>(cores_) * arch.dma_engines);
+  for (size_t e = 0; e < engines_.size(); ++e) {
+    engines_[e].core = static_cast<uint32_t>(e / arch.dma_engines);
+    engines_[e].queues.resize(arch.dma_queues_per_engine);
+  }
+  chunks_.resize(engines_.size() * std::max(1u, arch.dma_engine_outstanding_chunks));
+  for (size_t c = 0; c < chunks_.size(); ++c) {
+    chunks_[c].next_free = c + 1 < chunks_.size() ? static_cast<uint32_t>(c + 1) : kNone;
+  }
+  free_chunk_ = 0;
+  queue_order_.resize(static_cast<size_t>(cores_) * std::max(arch.dma_queues, 1u));
+  completions_.reserve(max_transfers);
+}
+
+void MemorySystem::schedule(Picoseconds t, EventKind kind, uint32_t id) {
+  events_.push_back(Event{t.value, seq_++, kind, id});
+  std::push_heap(events_.begin(), events_.end(), std::greater<Event>());
+}
+
+Picoseconds MemorySystem::next_event_time() const {
+  return Picoseconds(events_.empty() ? kNever : events_.front().time);
+}
+
+uint32_t MemorySystem::submit(uint32_t core, const isa::Instruction& dma, const DmaPlan& plan,
+                              uint32_t index, Picoseconds issued) {
+  const auto id = static_cast<uint32_t>(transfers_.size());
+  DmaTransfer t;
+  t.instruction = &dma;
+  t.plan = &plan;
+  t.core = core;
+  t.queue = dma.dma_queue;
+  t.index = index;
+  t.issued = issued;
+  transfers_.push_back(t);
+  QueueOrder& order = queue_order_[core * std::max(arch_.dma_queues, 1u) + dma.dma_queue];
+  if (order.tail == kNone) {
+    order.head = id;
+  } else {
+    transfers_[order.tail].next_in_queue = id;
+  }
+  order.tail = id;
+  schedule(issued + from_ns(arch_.dma_start_latency_ns), EventKind::transfer_ready, id);
+  return id;
+}
+
+void MemorySystem::run_until(Picoseconds horizon) {
+  while (!events_.empty() && events_.front().time < horizon.value) {
+    std::pop_heap(events_.begin(), events_.end(), std::greater<Event>());
+    const Event e = events_.back();
+    events_.pop_back();
+    const Picoseconds now(e.time);
+    switch (e.kind) {
+      case EventKind::transfer_ready:
+        on_ready(e.id, now);
+        break;
+      case EventKind::engine_free:
+        on_engine_free(e.id, now);
+        break;
+      case EventKind::hbm_decide:
+        on_hbm_decide(e.id, now);
+        break;
+      case EventKind::chunk_done:
+        on_chunk_done(e.id, now);
+        break;
+    }
+  }
+}
+
+void MemorySystem::wake(uint32_t engine, Picoseconds now) {
+  DmaEngine& eng = engines_[engine];
+  if (eng.running) return;
+  eng.running = true;
+  schedule(now, EventKind::engine_free, engine);
+}
+
+void MemorySystem::on_ready(uint32_t id, Picoseconds now) {
+  DmaTransfer& t = transfers_[id];
+  const DmaPlan& plan = *t.plan;
+  const uint16_t hw_queue = static_cast<uint16_t>(t.queue % arch_.dma_queues_per_engine);
   for (uint32_t i = 0; i < plan.engines; ++i) {
-    const Picoseconds s = max(ready, free_at_[order_[i]]);
-    start = s < start ? s : start;
-    data_end = max(data_end, s + plan.engine_time);
+    const uint32_t first = i * plan.partitions_per_engine;
+    if (first >= plan.partitions) break;
+    const uint32_t count = std::min(plan.partitions_per_engine, plan.partitions - first);
+    EnginePart part;
+    part.transfer = id;
+    part.first_partition = first;
+    part.next_descriptor = first * plan.runs_per_partition;
+    part.end_descriptor = (first + count) * plan.runs_per_partition;
+    const auto pid = static_cast<uint32_t>(parts_.size());
+    parts_.push_back(part);
+    const uint32_t engine =
+        t.core * arch_.dma_engines + (plan.first_engine + i) % arch_.dma_engines;
+    EngineQueue& q = engines_[engine].queues[hw_queue];
+    if (q.tail == kNone) {
+      q.head = pid;
+    } else {
+      parts_[q.tail].next = pid;
+    }
+    q.tail = pid;
+    ++t.parts_open;
+    wake(engine, now);
   }
-  Picoseconds end = data_end;
-  Picoseconds hbm_end;
-  if (plan.hbm_bytes > 0) {
-    hbm_end = hbm.reserve(start, plan.hbm_bytes);
-    data_end = max(data_end, hbm_end);
-    end = data_end + hbm.latency();
+}
+
+uint32_t MemorySystem::issue_hbm(uint32_t chunk, const DmaTransfer& t, uint64_t descriptor,
+                                 uint64_t offset, uint64_t bytes, Picoseconds now) {
+  const DmaPlan& plan = *t.plan;
+  const isa::Instruction& in = *t.instruction;
+  auto need = [this](uint32_t channel, Picoseconds at) {
+    schedule(at, EventKind::hbm_decide, channel);
+  };
+  uint32_t pieces = 0;
+  for (int side = 0; side < 2; ++side) {
+    const bool write = side == 1;
+    if (write ? !plan.writes_hbm : !plan.reads_hbm) continue;
+    const isa::AccessPattern& ap = write ? in.dst : in.src[0];
+    // A transposing transfer reads its HBM block in descriptor order.
+    const bool transpose = in.dma_transpose || in.opcode == isa::Opcode::dma_transpose;
+    const uint64_t address = transpose ? ap.offset + descriptor * plan.run_bytes
+                                              : run_address(ap, plan, descriptor);
+    pieces += hbm_.enqueue(now, t.core, address + offset, bytes, write, chunk, need);
   }
-  // Each engine is free once its own descriptors are done; while HBM holds the transfer back,
-  // its engines wait for the data.
-  for (uint32_t i = 0; i < plan.engines; ++i) {
-    const uint32_t e = order_[i];
-    free_at_[e] = max(max(ready, free_at_[e]) + plan.engine_time, hbm_end);
+  return pieces;
+}
+
+void MemorySystem::on_engine_free(uint32_t engine, Picoseconds now) {
+  DmaEngine& eng = engines_[engine];
+  eng.running = false;
+  if (eng.outstanding >= std::max(1u, arch_.dma_engine_outstanding_chunks))
+    return;  // chunk_done wakes it
+  // Round-robin over the engine's queues that have work.
+  const auto nq = static_cast<uint32_t>(eng.queues.size());
+  uint32_t q = kNone;
+  for (uint32_t k = 0; k < nq; ++k) {
+    const uint32_t c = (eng.round_robin + k) % nq;
+    if (eng.queues[c].head != kNone) {
+      q = c;
+      break;
+    }
   }
-  return DmaTiming{start, end};
+  if (q == kNone) return;  // idle until a transfer becomes ready
+  eng.round_robin = (q + 1) % nq;
+  EngineQueue& queue = eng.queues[q];
+  EnginePart& part = parts_[queue.head];
+  DmaTransfer& t = transfers_[part.transfer];
+  const DmaPlan& plan = *t.plan;
+
+  const uint32_t c = free_chunk_;
+  Chunk& chunk = chunks_[c];
+  free_chunk_ = chunk.next_free;
+  chunk.transfer = part.transfer;
+  chunk.engine = engine;
+  chunk.pieces = 0;
+  chunk.hbm_done = now;
+
+  const uint64_t chunk_bytes = std::max(1u, arch_.dma_chunk_bytes);
+  uint64_t bytes = 0;
+  uint64_t descriptors_started = 0;
+  if (plan.run_bytes >= chunk_bytes) {
+    // A long run: a slice of one descriptor.
+    bytes = std::min(chunk_bytes, plan.run_bytes - part.byte_in_run);
+    if (part.byte_in_run == 0) descriptors_started = 1;
+    chunk.pieces += issue_hbm(c, t, part.next_descriptor, part.byte_in_run, bytes, now);
+    part.byte_in_run += bytes;
+    if (part.byte_in_run == plan.run_bytes) {
+      part.byte_in_run = 0;
+      ++part.next_descriptor;
+    }
+  } else {
+    // Short runs: as many whole descriptors as fit the chunk.
+    const uint64_t k = std::min(std::max<uint64_t>(1, chunk_bytes / plan.run_bytes),
+                                part.end_descriptor - part.next_descriptor);
+    for (uint64_t d = 0; d < k; ++d) {
+      chunk.pieces += issue_hbm(c, t, part.next_descriptor + d, 0, plan.run_bytes, now);
+    }
+    part.next_descriptor += k;
+    descriptors_started = k;
+    bytes = k * plan.run_bytes;
+  }
+  const Picoseconds engine_time =
+      from_ns(arch_.dma_descriptor_overhead_ns * static_cast<double>(descriptors_started) +
+              static_cast<double>(bytes) / plan.engine_bytes_per_ns);
+  chunk.engine_end = now + engine_time;
+  eng.busy = eng.busy + engine_time;
+  ++eng.outstanding;
+  ++t.chunks_open;
+  if (t.start.value == kNever) t.start = now;
+  if (part.next_descriptor == part.end_descriptor) {
+    queue.head = part.next;
+    if (queue.head == kNone) queue.tail = kNone;
+    --t.parts_open;
+  }
+  if (chunk.pieces == 0) schedule(chunk.engine_end, EventKind::chunk_done, c);
+  eng.running = true;
+  schedule(chunk.engine_end, EventKind::engine_free, engine);
+}
+
+void MemorySystem::on_hbm_decide(uint32_t channel, Picoseconds now) {
+  const HbmServed s = hbm_.decide(channel, now);
+  if (s.served) {
+    Chunk& chunk = chunks_[s.tag];
+    chunk.hbm_done = max(chunk.hbm_done, s.done);
+    if (--chunk.pieces == 0) {
+      schedule(max(chunk.engine_end, chunk.hbm_done), EventKind::chunk_done, s.tag);
+    }
+  }
+  if (s.next_decision.value != kNever) schedule(s.next_decision, EventKind::hbm_decide, channel);
+}
+
+void MemorySystem::on_chunk_done(uint32_t c, Picoseconds now) {
+  Chunk& chunk = chunks_[c];
+  DmaTransfer& t = transfers_[chunk.transfer];
+  DmaEngine& eng = engines_[chunk.engine];
+  const uint32_t engine = chunk.engine;
+  chunk.next_free = free_chunk_;
+  free_chunk_ = c;
+  if (eng.outstanding-- == std::max(1u, arch_.dma_engine_outstanding_chunks)) wake(engine, now);
+  if (--t.chunks_open != 0 || t.parts_open != 0) return;
+  t.data_done = true;
+  // In-order completion: release this queue's finished transfers from the head.
+  QueueOrder& order = queue_order_[t.core * std::max(arch_.dma_queues, 1u) + t.queue];
+  while (order.head != kNone && transfers_[order.head].data_done) {
+    DmaTransfer& done = transfers_[order.head];
+    done.completed = true;
+    done.end = now;
+    completions_.push_back(order.head);
+    ++completed_;
+    order.head = done.next_in_queue;
+  }
+  if (order.head == kNone) order.tail = kNone;
 }
 
 }  // namespace trnsim::models

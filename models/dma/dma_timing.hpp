@@ -1,8 +1,21 @@
-// How a DMA transfer is split over the core's DMA engines and what it costs: plain C++, no
-// SystemC. A transfer of P partitions goes to ceil(P / partitions_per_engine) engines (at most
-// all of them, D1); each engine moves its partitions' element runs, one descriptor per run,
-// paying a fixed cost per descriptor and the bytes at the engine's bandwidth (D2). Transfers
-// that touch HBM also pass through the HBM model.
+// The memory system of one or more NeuronCores, plain C++ (no SystemC): per core 16 DMA
+// engines with 16 queues each (D1), and the HBM stacks they share (models/hbm).
+//
+// A transfer of P partitions is spread over ceil(P / partitions_per_engine) engines (D1),
+// starting at the engine of its first partition. Each engine's part is a list of descriptors,
+// one per element run that is contiguous on both sides. An engine moves its parts in chunks of
+// at most dma_chunk_bytes: per chunk it pays dma_descriptor_overhead_ns for every descriptor it
+// starts and the bytes at dma_engine_bytes_per_ns (times the transpose fraction for a
+// transposing transfer), and issues the chunk's HBM reads or writes. A chunk is done when both
+// the engine's time and the HBM have finished; an engine keeps at most
+// dma_engine_outstanding_chunks chunks in flight. Between chunks the engine picks the next of
+// its queues that has work, round-robin (v2/v3); within a queue it works in order.
+//
+// A transfer becomes ready dma_start_latency_ns after its trigger (D2's 1.3 us, a pipeline
+// latency that holds no engine). It completes when its last chunk is done, but never before the
+// transfer queued ahead of it on the same queue (in-order completion, D1).
+//
+// The model is event-driven: its cost grows with chunks and HBM pieces, not with cycles.
 #pragma once
 
 #include <cstdint>
@@ -17,33 +30,148 @@ namespace trnsim::models {
 
 struct DmaPlan {
   uint64_t bytes = 0;
-  uint32_t engines = 0;  // DMA engines that take part: the semaphore rises by this
+  uint32_t engines = 0;       // DMA engines that take part: the semaphore rises by this
+  uint32_t first_engine = 0;  // the engine of the first partition
+  uint32_t partitions = 0;
   uint32_t partitions_per_engine = 0;
-  uint64_t run_bytes = 0;    // bytes of one element run (one descriptor)
-  uint64_t descriptors = 0;  // over all engines
-  Picoseconds engine_time;   // busy time of the most loaded engine
-  uint64_t hbm_bytes = 0;    // bytes read from plus written to HBM
+  uint64_t run_elements = 0;  // elements of one descriptor
+  uint64_t run_bytes = 0;     // bytes of one element run (one descriptor)
+  uint64_t runs_per_partition = 0;
+  uint64_t descriptors = 0;        // over all engines
+  double engine_bytes_per_ns = 0;  // the engines' rate for this transfer
+  Picoseconds engine_time;         // busy time of the most loaded engine, with no contention
+  uint64_t hbm_bytes = 0;          // bytes read from plus written to HBM
+  bool reads_hbm = false;
+  bool writes_hbm = false;
 };
 
 DmaPlan plan_transfer(const isa::Instruction& dma, const isa::ArchConfig& arch);
 
-struct DmaTiming {
-  Picoseconds start;  // first engine starts moving data
-  Picoseconds end;    // last byte written (HBM latency included)
+// Byte address in HBM of byte `offset_in_run` of descriptor `descriptor` (partition-major) of
+// the HBM-side access pattern `ap`.
+uint64_t run_address(const isa::AccessPattern& ap, const DmaPlan& plan, uint64_t descriptor);
+
+struct DmaTransfer {
+  const isa::Instruction* instruction = nullptr;
+  const DmaPlan* plan = nullptr;
+  uint32_t core = 0;
+  uint16_t queue = 0;
+  uint32_t index = 0;         // position of the DMA instruction in its issuer's stream
+  Picoseconds issued;         // trigger completed on the issuing engine
+  Picoseconds start{kNever};  // first chunk started on an engine
+  Picoseconds end;            // completed (semaphore raised)
+  uint32_t parts_open = 0;    // engine parts not fully cut into chunks
+  uint32_t chunks_open = 0;   // chunks in flight
+  bool data_done = false;
+  bool completed = false;
+  uint32_t next_in_queue = UINT32_MAX;  // in-order completion list of its queue
 };
 
-// The core's DMA engines: each serves the descriptors given to it in the order they arrive.
-class DmaEngineSet {
+// Counters of one queue of one core, over the run.
+struct DmaQueueCounters {
+  uint64_t bytes = 0;
+  uint64_t transfers = 0;
+};
+
+class MemorySystem {
  public:
-  explicit DmaEngineSet(const isa::ArchConfig& arch);
-  // Reserves engines (the earliest free ones, lowest index first on ties) for a transfer
-  // triggered at `issued`; it starts after the documented start latency.
-  DmaTiming schedule(const DmaPlan& plan, Picoseconds issued, HbmModel& hbm);
+  // `max_transfers`: how many transfers the run will submit (sizes the tables up front, so
+  // that the event path does not allocate).
+  MemorySystem(const isa::ArchConfig& arch, uint32_t cores, size_t max_transfers);
+
+  // A DMA trigger completed at `issued`. Returns the transfer's id.
+  uint32_t submit(uint32_t core, const isa::Instruction& dma, const DmaPlan& plan, uint32_t index,
+                  Picoseconds issued);
+
+  // Processes every event earlier than `horizon`. Events a later submit() can cause are at
+  // least lookahead() after the submit, so a caller at time t may run until t + lookahead().
+  void run_until(Picoseconds horizon);
+  // Runs until nothing is left to do (plain C++ callers: tests, benchmarks).
+  void run_to_completion() { run_until(Picoseconds(kNever)); }
+  Picoseconds next_event_time() const;
+  Picoseconds lookahead() const { return lookahead_; }
+
+  // Completed transfers in completion order (times never decrease). The caller delivers them
+  // and calls consume_completions() once it has delivered all of them.
+  const std::vector<uint32_t>& completions() const { return completions_; }
+  void consume_completions() { completions_.clear(); }
+
+  const DmaTransfer& transfer(uint32_t id) const { return transfers_[id]; }
+  size_t transfer_count() const { return transfers_.size(); }
+  size_t incomplete() const { return transfers_.size() - completed_; }
+  const HbmModel& hbm() const { return hbm_; }
+  uint32_t cores() const { return cores_; }
+  // Busy time of DMA engine `engine` of `core` (chunks moving), for statistics.
+  Picoseconds engine_busy(uint32_t core, uint32_t engine) const {
+    return engines_[core * arch_.dma_engines + engine].busy;
+  }
 
  private:
-  std::vector<Picoseconds> free_at_;
-  std::vector<uint32_t> order_;  // scratch, reused to keep allocation off the event path
-  Picoseconds start_latency_;
+  static constexpr uint32_t kNone = UINT32_MAX;
+  enum class EventKind : uint8_t { transfer_ready, engine_free, hbm_decide, chunk_done };
+  struct Event {
+    int64_t time;
+    uint64_t seq;
+    EventKind kind;
+    uint32_t id;
+    bool operator>(const Event& o) const { return time != o.time ? time > o.time : seq > o.seq; }
+  };
+  struct EnginePart {  // one engine's share of one transfer
+    uint32_t transfer = 0;
+    uint32_t first_partition = 0;  // relative to the transfer
+    uint64_t next_descriptor = 0;
+    uint64_t end_descriptor = 0;
+    uint64_t byte_in_run = 0;
+    uint32_t next = kNone;
+  };
+  struct EngineQueue {
+    uint32_t head = kNone;
+    uint32_t tail = kNone;
+  };
+  struct DmaEngine {
+    uint32_t core = 0;
+    std::vector<EngineQueue> queues;
+    uint32_t round_robin = 0;  // the queue to look at first
+    uint32_t outstanding = 0;
+    bool running = false;  // an engine_free event is pending
+    Picoseconds busy;
+  };
+  struct Chunk {
+    uint32_t transfer = 0;
+    uint32_t engine = 0;
+    uint32_t pieces = 0;  // HBM pieces not yet served
+    Picoseconds engine_end;
+    Picoseconds hbm_done;
+    uint32_t next_free = kNone;
+  };
+  struct QueueOrder {  // in-order completion of one queue of one core
+    uint32_t head = kNone;
+    uint32_t tail = kNone;
+  };
+
+  void schedule(Picoseconds t, EventKind kind, uint32_t id);
+  void on_ready(uint32_t transfer, Picoseconds now);
+  void on_engine_free(uint32_t engine, Picoseconds now);
+  void on_hbm_decide(uint32_t channel, Picoseconds now);
+  void on_chunk_done(uint32_t chunk, Picoseconds now);
+  void wake(uint32_t engine, Picoseconds now);
+  uint32_t issue_hbm(uint32_t chunk, const DmaTransfer& t, uint64_t descriptor, uint64_t offset,
+                     uint64_t bytes, Picoseconds now);
+
+  const isa::ArchConfig& arch_;
+  uint32_t cores_;
+  Picoseconds lookahead_;
+  HbmModel hbm_;
+  std::vector<Event> events_;  // min-heap
+  uint64_t seq_ = 0;
+  std::vector<DmaTransfer> transfers_;
+  std::vector<EnginePart> parts_;
+  std::vector<DmaEngine> engines_;
+  std::vector<Chunk> chunks_;
+  uint32_t free_chunk_ = kNone;
+  std::vector<QueueOrder> queue_order_;
+  std::vector<uint32_t> completions_;
+  size_t completed_ = 0;
 };
 
 }  // namespace trnsim::models

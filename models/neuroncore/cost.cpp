@@ -1,6 +1,7 @@
 #include "models/neuroncore/cost.hpp"
 
 #include <algorithm>
+#include <cmath>
 
 namespace trnsim::models {
 
@@ -63,6 +64,13 @@ Cycles instruction_cycles(const isa::Instruction& in, const isa::ArchConfig& arc
     case Opcode::dma_copy:
     case Opcode::dma_transpose:
       c = arch.dma_trigger_cycles;
+      // D2: a hardware-generated (DGE) DMA instruction costs about 600 ns on v3, in the issuing
+      // engine's cycles, rounded up.
+      if (in.dma_dge) {
+        const auto dge = static_cast<uint64_t>(
+            std::ceil(arch.dma_dge_instruction_ns * arch.mhz(in.engine) / 1000.0));
+        c = std::max<uint64_t>(c, dge);
+      }
       break;
     case Opcode::matmul: {
       // I1: max(min(64, N_stationary), N_moving); 4x for fp32; fp8 at the preset's rate (A2).

@@ -28,6 +28,7 @@ void EngineModule::run() {
   for (next_ = 0; next_ < stream.size(); ++next_) {
     const isa::Instruction& in = stream[next_];
     InstructionRecord r;
+    r.core = static_cast<int>(core_.id);
     r.engine = engine_;
     r.index = static_cast<uint32_t>(next_);
     r.ready = now();
@@ -53,10 +54,7 @@ void EngineModule::run() {
       core_.ports_released.notify(sc_core::SC_ZERO_TIME);
     }
     if (isa::is_dma(in.opcode)) {
-      const DmaPlan& plan = core_.plan_of(engine_, next_);
-      QueuedTransfer t{&in, r.index, now(), core_.dma_engines.schedule(plan, now(), core_.hbm),
-                       &plan};
-      core_.queues[in.dma_queue]->push(t);
+      core_.memory_system.submit(core_.id, in, core_.plan_of(engine_, next_), r.index);
     } else if (core_.memory != nullptr) {
       isa::execute(in, *core_.memory);
     }
@@ -67,27 +65,24 @@ void EngineModule::run() {
   }
 }
 
-NeuronCore::NeuronCore(sc_core::sc_module_name name, const isa::Program& program_,
-                       const isa::ArchConfig& arch_, isa::MemoryImage* memory_, EventSink& sink_)
+NeuronCore::NeuronCore(sc_core::sc_module_name name, uint32_t id_, const isa::Program& program_,
+                       const isa::ArchConfig& arch_, isa::MemoryImage* memory_, EventSink& sink_,
+                       MemorySystemModule& memory_system_)
     : sc_module(name),
+      id(id_),
       program(program_),
       arch(arch_),
       memory(memory_),
       sink(sink_),
-      semaphores(program_.semaphores.size()),
-      hbm(arch_),
-      dma_engines(arch_) {
+      memory_system(memory_system_),
+      semaphores(program_.semaphores.size()) {
   for (isa::Engine e : isa::kAllEngines) {
     plan_base_[isa::index_of(e)] = dma_plans.size();
     for (const auto& in : program.stream(e)) {
       dma_plans.push_back(isa::is_dma(in.opcode) ? plan_transfer(in, arch) : DmaPlan{});
     }
   }
-  for (size_t q = 0; q < program.queues.size(); ++q) {
-    queues.push_back(std::make_unique<DmaQueueModule>(fmt::format("queue{}", q).c_str(),
-                                                      static_cast<uint16_t>(q), program.queues[q],
-                                                      semaphores, memory, sink));
-  }
+  memory_system.attach(CoreEndpoints{&program, &semaphores, memory});
   for (isa::Engine e : isa::kAllEngines) {
     engines.push_back(
         std::make_unique<EngineModule>(std::string(isa::key_of(e)).c_str(), e, *this));
@@ -121,21 +116,48 @@ bool g_simulated = false;
 }
 
 SimulationResult simulate(const isa::Program& program, const isa::ArchConfig& arch,
-                          isa::MemoryImage* memory, EventSink& sink) {
+                          const std::vector<isa::MemoryImage*>& memories, EventSink& sink) {
   if (g_simulated) {
     throw std::logic_error("SystemC allows one simulation per process; run another process");
   }
   g_simulated = true;
-  NeuronCore core("nc0", program, arch, memory, sink);
+  const auto cores = static_cast<uint32_t>(std::max<size_t>(1, memories.size()));
+  size_t dma_instructions = 0;
+  for (isa::Engine e : isa::kAllEngines) {
+    for (const auto& in : program.stream(e)) dma_instructions += isa::is_dma(in.opcode);
+  }
+  MemorySystem memory_system(arch, cores, dma_instructions * cores);
+  MemorySystemModule memory_module("memory", memory_system, sink);
+  std::vector<std::unique_ptr<NeuronCore>> nc;
+  for (uint32_t c = 0; c < cores; ++c) {
+    nc.push_back(std::make_unique<NeuronCore>(fmt::format("nc{}", c).c_str(), c, program, arch,
+                                              memories.empty() ? nullptr : memories[c], sink,
+                                              memory_module));
+  }
   sc_core::sc_start();  // returns when no event is left: every stream done, or a deadlock
   SimulationResult result;
   result.end_time = now();
-  result.deadlock = core.deadlock_report();
-  result.completed = result.deadlock.empty();
-  for (const auto& q : core.queues) {
-    if (q->pending() != 0) result.completed = false;
+  for (const auto& core : nc) {
+    const std::string report = core->deadlock_report();
+    if (!report.empty() && cores > 1) result.deadlock += fmt::format(" core {}:\n", core->id);
+    result.deadlock += report;
+  }
+  result.completed = result.deadlock.empty() && memory_system.incomplete() == 0;
+  result.cores = cores;
+  result.hbm = memory_system.hbm().counters();
+  result.hbm_stacks = memory_system.hbm().stacks();
+  result.hbm_stack_peak_bytes_per_ns = memory_system.hbm().stack_peak_bytes_per_ns();
+  for (uint32_t c = 0; c < cores; ++c) {
+    Picoseconds busy;
+    for (uint32_t e = 0; e < arch.dma_engines; ++e) busy = busy + memory_system.engine_busy(c, e);
+    result.dma_engine_busy.push_back(busy);
   }
   return result;
+}
+
+SimulationResult simulate(const isa::Program& program, const isa::ArchConfig& arch,
+                          isa::MemoryImage* memory, EventSink& sink) {
+  return simulate(program, arch, std::vector<isa::MemoryImage*>{memory}, sink);
 }
 
 }  // namespace trnsim::models

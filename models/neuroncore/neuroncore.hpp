@@ -1,5 +1,6 @@
 // The NeuronCore top (SystemC): five engines, each an SC_THREAD running its in-order stream,
-// the semaphores between them, the DMA queues and engines, and HBM.
+// and the semaphores between them. Its DMA triggers go to the memory system (DMA engines and
+// HBM), which several cores may share.
 #pragma once
 
 #include <systemc>
@@ -10,10 +11,9 @@
 
 #include "isa/program.hpp"
 #include "isa/semantics.hpp"
-#include "models/dma/dma_queue.hpp"
 #include "models/dma/dma_timing.hpp"
+#include "models/dma/memory_system_module.hpp"
 #include "models/events.hpp"
-#include "models/hbm/hbm.hpp"
 #include "models/neuroncore/semaphores.hpp"
 
 namespace trnsim::models {
@@ -46,18 +46,18 @@ class EngineModule : public sc_core::sc_module {
 
 class NeuronCore : public sc_core::sc_module {
  public:
-  NeuronCore(sc_core::sc_module_name name, const isa::Program& program, const isa::ArchConfig& arch,
-             isa::MemoryImage* memory, EventSink& sink);
+  NeuronCore(sc_core::sc_module_name name, uint32_t id, const isa::Program& program,
+             const isa::ArchConfig& arch, isa::MemoryImage* memory, EventSink& sink,
+             MemorySystemModule& memory_system);
 
+  const uint32_t id;
   const isa::Program& program;
   const isa::ArchConfig& arch;
   isa::MemoryImage* memory;
   EventSink& sink;
+  MemorySystemModule& memory_system;
   SemaphoreFile semaphores;
-  HbmModel hbm;
-  DmaEngineSet dma_engines;
   std::vector<DmaPlan> dma_plans;  // per engine stream position, filled for DMA instructions
-  std::vector<std::unique_ptr<DmaQueueModule>> queues;
   std::vector<std::unique_ptr<EngineModule>> engines;
   uint32_t ports_held = 0;  // shared ports (models::Port bits) in use
   sc_core::sc_event ports_released;

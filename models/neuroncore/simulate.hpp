@@ -1,15 +1,17 @@
-// Runs one Program on one simulated NeuronCore. This header hides SystemC: callers see plain
+// Runs one Program on simulated NeuronCores. This header hides SystemC: callers see plain
 // C++. SystemC cannot be elaborated twice in one process, so simulate() may be called once per
 // process; a second call throws std::logic_error.
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "isa/arch.hpp"
 #include "isa/program.hpp"
 #include "isa/semantics.hpp"
 #include "isa/units.hpp"
 #include "models/events.hpp"
+#include "models/hbm/hbm.hpp"
 
 namespace trnsim::models {
 
@@ -17,10 +19,21 @@ struct SimulationResult {
   bool completed = false;  // every engine ran its whole stream
   Picoseconds end_time;    // when the last instruction or transfer finished
   std::string deadlock;    // when !completed: what each blocked engine waits for
+  uint32_t cores = 1;
+  HbmCounters hbm;  // the memory system's DRAM-side counters
+  uint32_t hbm_stacks = 1;
+  double hbm_stack_peak_bytes_per_ns = 0;
+  std::vector<Picoseconds> dma_engine_busy;  // per core, summed over its DMA engines
 };
 
-// `memory` is the functional state (SBUF, PSUM, HBM), or nullptr for timing only. The
-// program must have passed isa::validate().
+// Runs `program` on memories.size() NeuronCores (at least one) that share one memory system:
+// each core has its own engines, semaphores and DMA engines, and its own HBM address space;
+// cores share HBM stacks as the preset says (arch.hbm.cores_per_stack). memories[c] is core
+// c's functional state (SBUF, PSUM, HBM), or nullptr for timing only. The program must have
+// passed isa::validate().
+SimulationResult simulate(const isa::Program& program, const isa::ArchConfig& arch,
+                          const std::vector<isa::MemoryImage*>& memories, EventSink& sink);
+// One core.
 SimulationResult simulate(const isa::Program& program, const isa::ArchConfig& arch,
                           isa::MemoryImage* memory, EventSink& sink);
 

@@ -3,6 +3,10 @@
 // that moves them must update the golden file and say why in its commit message.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
+#include <set>
+#include <vector>
+
 #include "../integration/cli_support.hpp"
 
 using namespace trnsim_test;
@@ -21,9 +25,15 @@ std::vector<std::filesystem::path> examples() {
 }
 }  // namespace
 
+// Golden files are named after the example's stem, so stems must be unique across subfolders.
 TEST_CASE("golden: every example workload has a golden file") {
   const auto all = examples();
   CHECK(all.size() >= 8);
+  std::set<std::string> stems;
+  for (const auto& p : all) {
+    INFO("example " << p);
+    CHECK(stems.insert(p.stem().string()).second);
+  }
   for (const auto& p : all) {
     INFO("example " << p);
     CHECK(std::filesystem::exists(root() + "/tests/golden/" + p.stem().string() + ".json"));

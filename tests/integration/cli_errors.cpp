@@ -100,3 +100,27 @@ TEST_CASE("an output directory that cannot be created exits 2") {
   CHECK(r.exit_code == 2);
   CHECK(r.err.find("blocker") != std::string::npos);
 }
+
+TEST_CASE("a bad dma micro-benchmark exits 2 naming the field") {
+  CHECK(rejected("dma_odd", R"({"kernel": "dma", "bytes_per_partition": 3})")
+            .find("/bytes_per_partition: expected an even number") != std::string::npos);
+  CHECK(rejected("dma_big", R"({"kernel": "dma", "direction": "sbuf_to_psum",
+                               "bytes_per_partition": 65536})")
+            .find("/bytes_per_partition: expected an integer in [2, 16384]") != std::string::npos);
+  CHECK(rejected("dma_key", R"({"kernel": "dma", "patern": "random"})")
+            .find("did you mean \"pattern\"") != std::string::npos);
+  CHECK(rejected("dma_dir", R"({"kernel": "dma", "direction": "hbm_to_sbuff"})")
+            .find("/direction: expected one of") != std::string::npos);
+  CHECK(rejected("dma_pattern", R"({"kernel": "dma", "direction": "sbuf_to_sbuf",
+                                   "pattern": "strided"})")
+            .find("/pattern") != std::string::npos);
+  CHECK(rejected("dma_dge_trn1", R"({"kernel": "dma", "dge": true})", "--arch trn1")
+            .find("/dge") != std::string::npos);
+}
+
+TEST_CASE("more cores than the chip has exits 2 naming /cores") {
+  CHECK(rejected("cores", R"({"kernel": "dma", "cores": 9})").find("/cores: 9 cores") !=
+        std::string::npos);
+  CHECK(rejected("cores_trn1", R"({"kernel": "dma", "cores": 3})", "--arch trn1")
+            .find("a trn1 chip has 2") != std::string::npos);
+}
