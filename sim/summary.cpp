@@ -253,13 +253,15 @@ std::string summary_text(const RunReport& r) {
   switch (r.check.status) {
     case CheckResult::Status::pass:
     case CheckResult::Status::fail:
-      check = fmt::format(
-          "check: {} (max abs err {:.2e}, max rel err {:.2e}, {}{})",
-          r.check.status == CheckResult::Status::pass ? "PASS" : "FAIL", r.check.max_abs_error,
-          r.check.max_rel_error, isa::name_of(r.workload.dtype),
-          r.check.mismatches ? fmt::format(", {} of {} elements off", grouped(r.check.mismatches),
-                                           grouped(r.check.elements))
-                             : "");
+      check = fmt::format("check: {} (max abs err {:.2e}, max rel err {:.2e}, {}{})",
+                          r.check.status == CheckResult::Status::pass ? "PASS" : "FAIL",
+                          r.check.max_abs_error, r.check.max_rel_error,
+                          isa::name_of(r.kernel.expected.empty() ? r.workload.dtype
+                                                                 : r.kernel.expected.front().dtype),
+                          r.check.mismatches
+                              ? fmt::format(", {} of {} elements off", grouped(r.check.mismatches),
+                                            grouped(r.check.elements))
+                              : "");
       break;
     case CheckResult::Status::skipped:
       check = r.timing_only ? "check: skipped (timing only)" : "check: none (no reference given)";
