@@ -107,7 +107,6 @@ struct ArchConfig {
   double dma_transpose_hbm_fraction = 0.9;
   double dma_transpose_sbuf_fraction = 0.5;
 
-
   // HBM. hbm_bytes_per_ns is the core's share of the chip's bandwidth (the MBU denominator);
   // the detailed model below is per stack, shared by hbm.cores_per_stack cores.
   uint64_t hbm_capacity_bytes = 0;  // per preset: the chip's HBM over its cores
@@ -139,7 +138,6 @@ struct ArchConfig {
     // One burst on one pseudo-channel's data bus, in ns.
     double burst_ns() const { return burst_bytes * pseudo_channels / stack_bytes_per_ns; }
   } hbm;
-
 
   uint32_t semaphores = 64;  // section 6: count not public; assumption
   // Instructions one kernel may hold (assumption: a bound on host memory, about 1 KiB each).

@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "isa/assembly.hpp"
+#include "isa/parameters.hpp"
 #include "workloads/program.hpp"
 
 namespace trnsim::sim {
@@ -33,19 +34,17 @@ std::string read_input_file(const std::string& path) {
   return text.str();
 }
 
+std::string read_input_file_if_exists(const std::string& path) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0 && errno == ENOENT) return {};
+  return read_input_file(path);
+}
+
 namespace {
 
 bool ends_with(const std::string& s, const std::string& suffix) {
   return s.size() >= suffix.size() &&
          s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
-}
-
-isa::ArchConfig preset_or_throw(const std::string& name) {
-  const auto a = isa::preset(name);
-  if (!a)
-    throw InputError(
-        fmt::format("--arch {}: unknown preset; expected one of {}", name, isa::preset_names()));
-  return *a;
 }
 
 // A JSON document in the program form? (Checked without a full parse when it clearly is not.)
@@ -54,6 +53,22 @@ bool is_program_json(const std::string& text) {
 }
 
 }  // namespace
+
+isa::ArchConfig configured_arch(const std::string& name, const std::vector<std::string>& sets) {
+  auto a = isa::preset(name);
+  if (!a) {
+    throw InputError(
+        fmt::format("--arch {}: unknown preset; expected one of {}", name, isa::preset_names()));
+  }
+  for (const auto& s : sets) {
+    try {
+      isa::set_parameter(*a, s);
+    } catch (const std::invalid_argument& e) {
+      throw InputError(e.what());
+    }
+  }
+  return *a;
+}
 
 isa::Assembly load_program_file(const std::string& path, const isa::ArchConfig& arch) {
   const std::string text = read_input_file(path);
@@ -68,20 +83,21 @@ isa::Assembly load_program_file(const std::string& path, const isa::ArchConfig& 
 }
 
 LoadedWorkload load_workload_file(const std::string& path, const std::string& arch_name,
-                                  bool functional) {
+                                  const std::vector<std::string>& sets, bool functional) {
+  // Overrides are checked before the file is read: a bad --set fails before anything runs.
+  isa::ArchConfig arch = configured_arch(arch_name.empty() ? "trn2" : arch_name, sets);
   const std::string text = read_input_file(path);
-  isa::ArchConfig arch = preset_or_throw(arch_name.empty() ? "trn2" : arch_name);
   if (ends_with(path, ".tasm") || is_program_json(text)) {
     isa::Assembly a;
     if (ends_with(path, ".tasm")) {
       a = isa::parse_assembly(text, path, arch);
       if (arch_name.empty() && !a.arch.empty() && a.arch != arch.name) {
-        arch = preset_or_throw(a.arch);
+        arch = configured_arch(a.arch, sets);
         a = isa::parse_assembly(text, path, arch);
       }
     } else {
       a = isa::from_json(workloads::parse_json(text, path), path);
-      if (arch_name.empty() && !a.arch.empty()) arch = preset_or_throw(a.arch);
+      if (arch_name.empty() && !a.arch.empty()) arch = configured_arch(a.arch, sets);
     }
     return {workloads::describe_assembly(a), workloads::lower_assembly(a, arch, functional), arch};
   }

@@ -4,6 +4,7 @@
 
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 #include "isa/arch.hpp"
 #include "isa/assembly.hpp"
@@ -20,6 +21,8 @@ class InputError : public std::runtime_error {
 // The whole file, if it is a regular file of at most kMaxInputBytes.
 constexpr uint64_t kMaxInputBytes = 64ULL << 20;
 std::string read_input_file(const std::string& path);
+// The same, or "" when nothing exists at `path` (other problems still throw).
+std::string read_input_file_if_exists(const std::string& path);
 
 struct LoadedWorkload {
   workloads::Workload workload;
@@ -30,7 +33,10 @@ struct LoadedWorkload {
 // Loads and lowers `path`. `arch_name` empty means: the file's `.arch`, else trn2. Throws
 // InputError, workloads::WorkloadError or isa::AssemblyError for bad input.
 LoadedWorkload load_workload_file(const std::string& path, const std::string& arch_name,
-                                  bool functional);
+                                  const std::vector<std::string>& sets, bool functional);
+
+// The preset `name` with the "name=value" overrides applied; throws InputError.
+isa::ArchConfig configured_arch(const std::string& name, const std::vector<std::string>& sets);
 
 // An assembly (.tasm) or JSON program file as an Assembly, for asm/disasm.
 isa::Assembly load_program_file(const std::string& path, const isa::ArchConfig& arch);

@@ -9,6 +9,7 @@
 #include <systemc>
 #include <vector>
 
+#include "sim/check.hpp"
 #include "sim/run.hpp"
 #include "sim/tools.hpp"
 
@@ -19,6 +20,8 @@ constexpr const char* kUsage =
     "       trnsim asm PROGRAM.tasm [-o OUT.json]   assemble (adds synchronization)\n"
     "       trnsim disasm PROGRAM.json|PROGRAM.tasm [-o OUT.tasm]\n"
     "       trnsim isa [--markdown]                 list the instruction set\n"
+    "       trnsim check [WORKLOAD] --golden FILE [--update] [--set k=v]\n"
+    "       trnsim params [--arch NAME] [--set k=v]   list every hardware parameter\n"
     "       (trnsim --help, trnsim COMMAND --help for more)\n";
 
 // Runs a CLI11 parse; returns -1 to go on, or the exit code to return.
@@ -80,7 +83,33 @@ int sc_main(int argc, char* argv[]) {
     if (const int rc = parse(app, args); rc >= 0) return rc;
     return trnsim::sim::list_isa(markdown);
   }
-  for (const char* later : {"check", "sweep", "params", "report", "compare", "explain"}) {
+  if (command == "check") {
+    args.erase(args.begin() + 1);
+    CLI::App app{"Compare a run's metrics with a golden file (exit 1 on drift)", "trnsim check"};
+    trnsim::sim::CheckOptions o;
+    app.add_option("workload", o.workload, "workload or program (default: the golden file's)");
+    app.add_option("--golden", o.golden, "golden file: workload, arch, summary metrics, tolerance")
+        ->required();
+    app.add_flag("--update", o.update,
+                 "rewrite the golden file from this run and say what changed");
+    app.add_option("--arch", o.arch, "hardware preset (default: the golden file's)");
+    app.add_option("--set", o.sets, "override a hardware parameter, name=value (repeatable)");
+    app.add_option("--out", o.out, "directory for this run's outputs")->capture_default_str();
+    app.add_flag("--full", o.full, "run the functional model and its check too");
+    if (const int rc = parse(app, args); rc >= 0) return rc;
+    return trnsim::sim::check(o);
+  }
+  if (command == "params") {
+    args.erase(args.begin() + 1);
+    CLI::App app{"List every hardware parameter with its value, unit and meaning", "trnsim params"};
+    std::string arch = "trn2";
+    std::vector<std::string> sets;
+    app.add_option("--arch", arch, "hardware preset")->capture_default_str();
+    app.add_option("--set", sets, "override a parameter, name=value (repeatable)");
+    if (const int rc = parse(app, args); rc >= 0) return rc;
+    return trnsim::sim::list_params(arch, sets);
+  }
+  for (const char* later : {"sweep", "report", "compare", "explain"}) {
     if (command == later) {
       spdlog::error("'trnsim {}' is not available in this version", command);
       std::fputs(kUsage, stderr);
@@ -102,6 +131,9 @@ int sc_main(int argc, char* argv[]) {
   app.add_option("--out", o.out, "directory for stats.json and trace.json")->capture_default_str();
   app.add_flag("--timing-only", o.timing_only,
                "skip tensor data and the functional check; same cycle counts");
+  app.add_option("--set", o.sets,
+                 "override a hardware parameter, name=value (repeatable; "
+                 "trnsim params lists them)");
   bool verbose = false;
   app.add_flag("-v,--verbose", verbose, "log what the simulator does");
   if (const int rc = parse(app, args); rc >= 0) return rc;

@@ -41,8 +41,16 @@ class Fanout : public models::EventSink {
 }  // namespace
 
 int run(const RunOptions& o) {
+  const RunOutcome r = execute(o);
+  if (r.exit_code != kBadInput) std::cout << r.summary << std::flush;
+  return r.exit_code;
+}
+
+RunOutcome execute(const RunOptions& o) {
+  RunOutcome out;
+  out.exit_code = kBadInput;
   try {
-    const LoadedWorkload in = load_workload_file(o.workload, o.arch, !o.timing_only);
+    const LoadedWorkload in = load_workload_file(o.workload, o.arch, o.sets, !o.timing_only);
     const workloads::Workload& w = in.workload;
     const workloads::LoweredKernel& k = in.kernel;
     const isa::ArchConfig& arch = in.arch;
@@ -50,12 +58,12 @@ int run(const RunOptions& o) {
       isa::validate(k.program, arch);
     } catch (const isa::ValidationError& e) {
       spdlog::error("{}: the program is invalid: {}", o.workload, e.what());
-      return kBadInput;
+      return out;
     }
     const std::string deadlock = isa::find_deadlock(k.program, arch);
     if (!deadlock.empty()) {
       spdlog::error("{}: the program can deadlock; it would stop with:\n{}", o.workload, deadlock);
-      return kBadInput;
+      return out;
     }
 
     // One functional state per core: each core runs the kernel on its own tensors.
@@ -77,7 +85,7 @@ int run(const RunOptions& o) {
     if (!result.completed) {
       spdlog::error("{}: the program deadlocked at {:.3f} us; engines still waiting:\n{}",
                     o.workload, result.end_time.us(), result.deadlock);
-      return kBadInput;
+      return out;
     }
 
     RunReport report{w, arch, k, stats, result, result.end_time, o.timing_only, {}, o.out};
@@ -92,11 +100,14 @@ int run(const RunOptions& o) {
       if (c == 0 || worse) report.check = r;
     }
     OutputFile stats_file(o.out + "/stats.json");
-    stats_file.write(stats_json(report).dump(2) + "\n");
+    out.stats = stats_json(report);
+    stats_file.write(out.stats.dump(2) + "\n");
     trace.commit();
     stats_file.commit();
-    std::cout << summary_text(report) << std::flush;
-    return report.check.status == workloads::CheckResult::Status::fail ? kCheckFailed : kSuccess;
+    out.summary = summary_text(report);
+    out.exit_code =
+        report.check.status == workloads::CheckResult::Status::fail ? kCheckFailed : kSuccess;
+    return out;
   } catch (const workloads::WorkloadError& e) {
     spdlog::error("{}", e.what());
   } catch (const isa::AssemblyError& e) {
@@ -111,7 +122,7 @@ int run(const RunOptions& o) {
   } catch (const std::exception& e) {
     spdlog::error("{}: {}", o.workload, e.what());
   }
-  return kBadInput;
+  return out;
 }
 
 }  // namespace trnsim::sim

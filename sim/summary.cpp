@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include "isa/parameters.hpp"
+
 namespace trnsim::sim {
 
 using nlohmann::json;
@@ -39,65 +41,24 @@ double seconds(Picoseconds t) {
   return static_cast<double>(t.value) * 1e-12;
 }
 
+// Every parameter of the parameter table (isa/parameters.cpp), by its --set name.
 json arch_json(const isa::ArchConfig& a) {
-  json clocks = json::object();
-  for (isa::Engine e : isa::kAllEngines) clocks[std::string(isa::key_of(e))] = a.mhz(e);
-  return {{"name", a.name},
-          {"engine_mhz", clocks},
-          {"base_mhz", a.base_mhz},
-          {"partitions", a.partitions},
-          {"sbuf_partition_bytes", a.sbuf_partition_bytes},
-          {"psum_partition_bytes", a.psum_partition_bytes},
-          {"psum_banks", a.psum_banks},
-          {"pe_rows", a.pe_rows},
-          {"pe_columns", a.pe_columns},
-          {"matmul_moving_max", a.matmul_moving_max},
-          {"matmul_fp32_factor", a.matmul_fp32_factor},
-          {"min_ii_cycles", a.min_ii_cycles},
-          {"dependent_overhead_cycles", a.dependent_overhead_cycles},
-          {"dma_trigger_cycles", a.dma_trigger_cycles},
-          {"dma_engines", a.dma_engines},
-          {"dma_queues_per_engine", a.dma_queues_per_engine},
-          {"dma_partitions_per_engine", a.dma_partitions_per_engine},
-          {"dma_engine_bytes_per_ns", a.dma_engine_bytes_per_ns},
-          {"dma_descriptor_overhead_ns", a.dma_descriptor_overhead_ns},
-          {"dma_start_latency_ns", a.dma_start_latency_ns},
-          {"dma_chunk_bytes", a.dma_chunk_bytes},
-          {"dma_engine_outstanding_chunks", a.dma_engine_outstanding_chunks},
-          {"dma_dge_instruction_ns", a.dma_dge_instruction_ns},
-          {"dma_transpose_hbm_fraction", a.dma_transpose_hbm_fraction},
-          {"dma_transpose_sbuf_fraction", a.dma_transpose_sbuf_fraction},
-          {"chip_cores", a.chip_cores},
-          {"hbm_capacity_bytes", a.hbm_capacity_bytes},
-          {"hbm_bytes_per_ns", a.hbm_bytes_per_ns},
-          {"hbm_latency_ns", a.hbm_latency_ns},
-          {"hbm",
-           {{"cores_per_stack", a.hbm.cores_per_stack},
-            {"stack_bytes_per_ns", a.hbm.stack_bytes_per_ns},
-            {"pseudo_channels", a.hbm.pseudo_channels},
-            {"bank_groups", a.hbm.bank_groups},
-            {"banks_per_group", a.hbm.banks_per_group},
-            {"row_bytes", a.hbm.row_bytes},
-            {"burst_bytes", a.hbm.burst_bytes},
-            {"interleave_bytes", a.hbm.interleave_bytes},
-            {"t_rcd_ns", a.hbm.t_rcd},
-            {"t_rp_ns", a.hbm.t_rp},
-            {"t_ras_ns", a.hbm.t_ras},
-            {"t_cl_ns", a.hbm.t_cl},
-            {"t_cwl_ns", a.hbm.t_cwl},
-            {"t_wr_ns", a.hbm.t_wr},
-            {"t_rtp_ns", a.hbm.t_rtp},
-            {"t_ccd_l_ns", a.hbm.t_ccd_l},
-            {"t_rrd_ns", a.hbm.t_rrd},
-            {"t_faw_ns", a.hbm.t_faw},
-            {"t_wtr_ns", a.hbm.t_wtr},
-            {"t_rtw_ns", a.hbm.t_rtw},
-            {"t_refi_ns", a.hbm.t_refi},
-            {"t_rfc_ns", a.hbm.t_rfc},
-            {"per_bank_refresh", a.hbm.per_bank_refresh},
-            {"starvation_limit", a.hbm.starvation_limit},
-            {"scheduler_window", a.hbm.scheduler_window}}},
-          {"semaphores", a.semaphores}};
+  json parameters = json::object();
+  for (const auto& p : isa::parameters()) {
+    const double v = p.get(a);
+    switch (p.kind) {
+      case isa::Parameter::Kind::flag:
+        parameters[std::string(p.name)] = v != 0;
+        break;
+      case isa::Parameter::Kind::integer:
+        parameters[std::string(p.name)] = static_cast<uint64_t>(v);
+        break;
+      case isa::Parameter::Kind::real:
+        parameters[std::string(p.name)] = v;
+        break;
+    }
+  }
+  return {{"name", a.name}, {"parameters", parameters}};
 }
 
 const char* status_name(CheckResult::Status s) {

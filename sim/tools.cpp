@@ -6,6 +6,7 @@
 #include <iostream>
 
 #include "isa/assembly.hpp"
+#include "isa/parameters.hpp"
 #include "isa/synchronize.hpp"
 #include "isa/validate.hpp"
 #include "sim/input.hpp"
@@ -117,6 +118,22 @@ std::string isa_table(bool markdown) {
     s += fmt::format("{:<22} {:<18} cost: {} [{}]\n", "", "", row.cost, row.source);
   }
   return s;
+}
+
+int list_params(const std::string& arch_name, const std::vector<std::string>& sets) {
+  try {
+    const isa::ArchConfig arch = configured_arch(arch_name, sets);
+    std::string out = fmt::format("parameters of {} (--set name=value overrides one)\n", arch.name);
+    for (const auto& p : isa::parameters()) {
+      out += fmt::format("{:<32} {:>14} {:<12} {}\n", p.name, isa::parameter_value_text(p, arch),
+                         p.unit, p.description);
+    }
+    std::cout << out << std::flush;
+    return kSuccess;
+  } catch (const InputError& e) {
+    spdlog::error("{}", e.what());
+    return kBadInput;
+  }
 }
 
 int list_isa(bool markdown) {

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 namespace trnsim::sim {
 
@@ -15,6 +16,9 @@ int disassemble(const std::string& input, const std::string& out, const std::str
 
 // Lists the instruction set from the opcode table: text, or Markdown for docs/isa.md.
 int list_isa(bool markdown);
+
+// Lists every hardware parameter of the preset (with overrides): name, value, unit, meaning.
+int list_params(const std::string& arch, const std::vector<std::string>& sets);
 std::string isa_table(bool markdown);
 
 }  // namespace trnsim::sim

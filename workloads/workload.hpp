@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "isa/dtype.hpp"
+#include "isa/names.hpp"
 
 namespace trnsim::workloads {
 
@@ -44,7 +45,6 @@ nlohmann::json parse_json(const std::string& text, const std::string& file);
 
 Workload parse_workload(const std::string& text, const std::string& file);
 
-// The known name closest to `word` (edit distance), or "" when none is close.
-std::string closest_name(const std::string& word, const std::vector<std::string>& known);
+using isa::closest_name;
 
 }  // namespace trnsim::workloads

@@ -1,0 +1,35 @@
+// Every ArchConfig parameter by name, with its unit, range and meaning: the one table that
+// `--set name=value`, `trnsim params` and the "arch" section of stats.json read.
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "isa/arch.hpp"
+
+namespace trnsim::isa {
+
+struct Parameter {
+  enum class Kind { integer, real, flag };
+  std::string_view name;  // dotted for nested groups: hbm.t_rcd
+  Kind kind;
+  double min, max;
+  std::string_view unit;
+  std::string_view description;
+  double (*get)(const ArchConfig&);
+  void (*set)(ArchConfig&, double);
+};
+
+const std::vector<Parameter>& parameters();
+const Parameter* find_parameter(std::string_view name);
+
+// Applies "name=value" to `arch`: checks the name (suggesting the nearest), the type (an
+// integer, a number, or true/false) and the range. Throws std::invalid_argument with a
+// message naming the parameter and what was expected.
+void set_parameter(ArchConfig& arch, const std::string& assignment);
+
+// The value as text: integers without a decimal point, flags as true/false.
+std::string parameter_value_text(const Parameter& p, const ArchConfig& arch);
+
+}  // namespace trnsim::isa
