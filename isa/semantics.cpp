@@ -1,5 +1,10 @@
 #include "isa/semantics.hpp"
 
+#include <algorithm>
+#include <climits>
+#include <cmath>
+#include <cstring>
+
 namespace trnsim::isa {
 
 MemoryImage::MemoryImage(const ArchConfig& arch, uint64_t dram_bytes)
@@ -156,12 +161,133 @@ Tile affine_indices(const Instruction& in, const AccessPattern& ap) {
   return t;
 }
 
+// Integer operands are computed exactly in 64 bits (fp32 would lose bits beyond 2^24), then
+// stored with saturation.
+using IntTile = std::vector<int64_t>;  // partitions x free, row-major
+
+int64_t load_int(DType t, const uint8_t* p) {
+  switch (t) {
+    case DType::int32: {
+      int32_t v;
+      std::memcpy(&v, p, sizeof v);
+      return v;
+    }
+    case DType::int8:
+      return static_cast<int8_t>(*p);
+    default:
+      return *p;
+  }
+}
+
+void store_int(DType t, uint8_t* p, int64_t v) {
+  switch (t) {
+    case DType::int32: {
+      const auto x = static_cast<int32_t>(std::clamp<int64_t>(v, INT32_MIN, INT32_MAX));
+      std::memcpy(p, &x, sizeof x);
+      return;
+    }
+    case DType::int8:
+      *p = static_cast<uint8_t>(static_cast<int8_t>(std::clamp<int64_t>(v, -128, 127)));
+      return;
+    default:
+      *p = static_cast<uint8_t>(std::clamp<int64_t>(v, 0, 255));
+  }
+}
+
+IntTile read_ints(const MemoryImage& mem, const AccessPattern& ap) {
+  IntTile t;
+  t.reserve(ap.elements());
+  const int64_t esize = size_of(ap.dtype);
+  for (uint32_t p = 0; p < ap.partitions; ++p) {
+    const uint8_t* base = mem.row(ap, p);
+    for_each_free_element(
+        ap, [&](int64_t off) { t.push_back(load_int(ap.dtype, base + off * esize)); });
+  }
+  return t;
+}
+
+void write_ints(MemoryImage& mem, const AccessPattern& ap, const IntTile& t) {
+  const int64_t esize = size_of(ap.dtype);
+  size_t i = 0;
+  for (uint32_t p = 0; p < ap.partitions; ++p) {
+    uint8_t* base = mem.row(ap, p);
+    for_each_free_element(ap,
+                          [&](int64_t off) { store_int(ap.dtype, base + off * esize, t[i++]); });
+  }
+}
+
+int64_t apply_int(AluOp op, int64_t a, int64_t b) {
+  switch (op) {
+    case AluOp::bypass:
+      return a;
+    case AluOp::add:
+      return a + b;
+    case AluOp::subtract:
+      return a - b;
+    case AluOp::multiply:
+      return a * b;
+    case AluOp::divide:
+      return b == 0 ? 0 : a / b;
+    case AluOp::max:
+      return std::max(a, b);
+    case AluOp::min:
+      return std::min(a, b);
+    case AluOp::is_equal:
+      return a == b;
+    case AluOp::not_equal:
+      return a != b;
+    case AluOp::is_ge:
+      return a >= b;
+    case AluOp::is_gt:
+      return a > b;
+    case AluOp::is_le:
+      return a <= b;
+    case AluOp::is_lt:
+      return a < b;
+    case AluOp::bitwise_and:
+      return static_cast<int32_t>(a) & static_cast<int32_t>(b);
+    case AluOp::bitwise_or:
+      return static_cast<int32_t>(a) | static_cast<int32_t>(b);
+    case AluOp::bitwise_xor:
+      return static_cast<int32_t>(a) ^ static_cast<int32_t>(b);
+    case AluOp::shift_left:
+      return static_cast<int32_t>(static_cast<uint32_t>(a) << (b & 31));
+    case AluOp::shift_right:
+      return static_cast<int32_t>(a) >> (b & 31);
+    default:
+      return static_cast<int64_t>(
+          std::llround(apply(op, static_cast<float>(a), static_cast<float>(b))));
+  }
+}
+
+bool integer_operands(const Instruction& in) {
+  for (const AccessPattern* ap : {&in.dst, &in.src[0], &in.src[1]}) {
+    if (ap->present() && !is_integer(ap->dtype)) return false;
+  }
+  return true;
+}
+
+// One integer per partition: the immediate, or the [P, 1] pattern read.
+std::vector<int64_t> int_column(const MemoryImage& mem, const ScalarOperand& s,
+                                uint32_t partitions) {
+  if (!s.per_partition.present()) return std::vector<int64_t>(partitions, std::llround(s.imm));
+  if (is_integer(s.per_partition.dtype)) return read_ints(mem, s.per_partition);
+  std::vector<int64_t> out;
+  const Tile t = read(mem, s.per_partition);
+  for (Eigen::Index p = 0; p < t.rows(); ++p) out.push_back(std::llround(t(p, 0)));
+  return out;
+}
+
 }  // namespace
 
 void execute(const Instruction& in, MemoryImage& mem) {
   switch (in.opcode) {
     case Opcode::dma_copy:
     case Opcode::tensor_copy:
+      if (integer_operands(in)) {
+        write_ints(mem, in.dst, read_ints(mem, in.src[0]));
+        return;
+      }
       write(mem, in.dst, read(mem, in.src[0]));
       return;
     case Opcode::dma_transpose:
@@ -276,6 +402,18 @@ void execute(const Instruction& in, MemoryImage& mem) {
       return;
     }
     case Opcode::tensor_scalar: {
+      if (integer_operands(in)) {
+        IntTile t = read_ints(mem, in.src[0]);
+        const uint32_t parts = in.src[0].partitions;
+        const size_t free = t.size() / parts;
+        const auto c0 = int_column(mem, in.operand0, parts);
+        const auto c1 = int_column(mem, in.operand1, parts);
+        for (size_t i = 0; i < t.size(); ++i) {
+          t[i] = apply_int(in.op1, apply_int(in.op0, t[i], c0[i / free]), c1[i / free]);
+        }
+        write_ints(mem, in.dst, t);
+        return;
+      }
       Tile t = read(mem, in.src[0]);
       const uint32_t parts = in.src[0].partitions;
       apply_alu_per_row(t, in.op0, scalar_column(mem, in.operand0, parts));
@@ -284,6 +422,13 @@ void execute(const Instruction& in, MemoryImage& mem) {
       return;
     }
     case Opcode::tensor_tensor:
+      if (integer_operands(in)) {
+        IntTile a = read_ints(mem, in.src[0]);
+        const IntTile b = read_ints(mem, in.src[1]);
+        for (size_t i = 0; i < a.size(); ++i) a[i] = apply_int(in.op0, a[i], b[i]);
+        write_ints(mem, in.dst, a);
+        return;
+      }
       write(mem, in.dst, tensor_tensor(read(mem, in.src[0]), read(mem, in.src[1]), in.op0));
       return;
     case Opcode::tensor_reduce: {
