@@ -52,13 +52,22 @@ float decode(uint32_t bits, int exp_bits, int man, int bias) {
   return sign ? -v : v;
 }
 
+// Round half to even and saturate to Int's range, in 64 bits (a float of INT32_MAX is 2^31,
+// which does not fit an int32); NaN becomes 0.
+template <typename Int>
+int64_t saturated_int(float f) {
+  if (std::isnan(f)) return 0;
+  const double r = std::nearbyint(static_cast<double>(f));
+  const auto lo = static_cast<double>(std::numeric_limits<Int>::min());
+  const auto hi = static_cast<double>(std::numeric_limits<Int>::max());
+  return r < lo   ? std::numeric_limits<Int>::min()
+         : r > hi ? std::numeric_limits<Int>::max()
+                  : static_cast<int64_t>(r);
+}
+
 template <typename Int>
 float to_int(float f) {
-  if (std::isnan(f)) return 0.0f;
-  const double r = std::nearbyint(static_cast<double>(f));
-  const double lo = static_cast<double>(std::numeric_limits<Int>::min());
-  const double hi = static_cast<double>(std::numeric_limits<Int>::max());
-  return static_cast<float>(r < lo ? lo : r > hi ? hi : r);
+  return static_cast<float>(saturated_int<Int>(f));
 }
 }  // namespace
 
@@ -218,15 +227,15 @@ void store_element(DType t, uint8_t* p, float f) {
       *p = fp8_e5m2_from_float(f);
       return;
     case DType::int32: {
-      const auto i = static_cast<int32_t>(to_int<int32_t>(f));
+      const auto i = static_cast<int32_t>(saturated_int<int32_t>(f));
       std::memcpy(p, &i, sizeof i);
       return;
     }
     case DType::int8:
-      *p = static_cast<uint8_t>(static_cast<int8_t>(to_int<int8_t>(f)));
+      *p = static_cast<uint8_t>(static_cast<int8_t>(saturated_int<int8_t>(f)));
       return;
     case DType::uint8:
-      *p = static_cast<uint8_t>(to_int<uint8_t>(f));
+      *p = static_cast<uint8_t>(saturated_int<uint8_t>(f));
       return;
   }
 }

@@ -1,6 +1,7 @@
 #include "isa/instruction.hpp"
 
 #include <algorithm>
+#include <climits>
 #include <cmath>
 
 namespace trnsim::isa {
@@ -179,8 +180,15 @@ std::optional<AluOp> parse_alu_op(std::string_view s) {
 }
 
 float apply(AluOp op, float a, float b) {
-  const auto ia = static_cast<int32_t>(a);
-  const auto ib = static_cast<int32_t>(b);
+  // Bitwise ops take integer operands (validated); integer data takes the exact path in
+  // isa/semantics.cpp. Here a value out of int32's range or NaN saturates instead of being
+  // undefined behaviour.
+  auto to_i32 = [](float v) -> int32_t {
+    if (std::isnan(v)) return 0;
+    if (v >= 2147483647.0f) return INT32_MAX;
+    if (v <= -2147483648.0f) return INT32_MIN;
+    return static_cast<int32_t>(v);
+  };
   switch (op) {
     case AluOp::bypass:
       return a;
@@ -211,15 +219,16 @@ float apply(AluOp op, float a, float b) {
     case AluOp::is_lt:
       return a < b ? 1.0f : 0.0f;
     case AluOp::bitwise_and:
-      return static_cast<float>(ia & ib);
+      return static_cast<float>(to_i32(a) & to_i32(b));
     case AluOp::bitwise_or:
-      return static_cast<float>(ia | ib);
+      return static_cast<float>(to_i32(a) | to_i32(b));
     case AluOp::bitwise_xor:
-      return static_cast<float>(ia ^ ib);
+      return static_cast<float>(to_i32(a) ^ to_i32(b));
     case AluOp::shift_left:
-      return static_cast<float>(static_cast<int32_t>(static_cast<uint32_t>(ia) << (ib & 31)));
+      return static_cast<float>(
+          static_cast<int32_t>(static_cast<uint32_t>(to_i32(a)) << (to_i32(b) & 31)));
     case AluOp::shift_right:  // arithmetic
-      return static_cast<float>(ia >> (ib & 31));
+      return static_cast<float>(to_i32(a) >> (to_i32(b) & 31));
     case AluOp::mean:
       return a + b;  // accumulates; the reduction divides by the count
   }

@@ -218,6 +218,10 @@ struct Checker {
         transposed_shape(in.src[0], in.dst);
         dma_paths();
         if (in.src[0].dtype != in.dst.dtype) fail("a DMA transpose does not convert dtypes");
+        if (in.dma_dge && arch.dma_dge_instruction_ns <= 0) {
+          fail(fmt::format("asks for hardware descriptor generation (DGE), which {} does not have",
+                           arch.name));
+        }
         if (in.dma_queue >= program.queues.size()) {
           fail(fmt::format("uses DMA queue {}, but the program has {}", in.dma_queue,
                            program.queues.size()));

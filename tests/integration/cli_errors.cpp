@@ -114,8 +114,8 @@ TEST_CASE("a bad dma micro-benchmark exits 2 naming the field") {
   CHECK(rejected("dma_pattern", R"({"kernel": "dma", "direction": "sbuf_to_sbuf",
                                    "pattern": "strided"})")
             .find("/pattern") != std::string::npos);
-  CHECK(rejected("dma_dge_trn1", R"({"kernel": "dma", "dge": true})", "--arch trn1")
-            .find("/dge") != std::string::npos);
+  CHECK(rejected("dma_dge_trn1", R"({"kernel": "dma", "dge": true})", "--arch trn1").find("/dge") !=
+        std::string::npos);
 }
 
 TEST_CASE("more cores than the chip has exits 2 naming /cores") {
