@@ -7,25 +7,13 @@
 #include "isa/validate.hpp"
 #include "models/neuroncore/cost.hpp"
 #include "models/neuroncore/simulate.hpp"
+#include "sim_support.hpp"
 
 using namespace trnsim;
 using namespace trnsim::isa;
+using trnsim_test::Recorder;
 
 namespace {
-
-struct Recorder : models::EventSink {
-  std::vector<models::InstructionRecord> instructions;
-  std::vector<models::TransferRecord> transfers;
-  void on_instruction(const models::InstructionRecord& r) override { instructions.push_back(r); }
-  void on_transfer(const models::TransferRecord& r) override { transfers.push_back(r); }
-  const models::InstructionRecord& of(Engine e, uint32_t index = 0) const {
-    for (const auto& r : instructions) {
-      if (r.engine == e && r.index == index) return r;
-    }
-    FAIL("no record");
-    return instructions.front();
-  }
-};
 
 Instruction copy_on(Engine e, uint64_t offset) {
   Instruction in;
