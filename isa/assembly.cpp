@@ -321,10 +321,51 @@ class Assembler {
     if (p.peek() == '.') {
       if (!label.empty()) p.fail("a directive cannot have a label");
       directive(p, line_no);
+    } else if (is_barrier(p)) {
+      barrier(line_no, label);
     } else {
       instruction(p, line_no, label);
     }
     if (!p.at_end()) p.fail(fmt::format("expected the end of the line{}", p.found()));
+  }
+
+  bool is_barrier(LineParser& p) {
+    const size_t save = p.pos();
+    if (p.peek_identifier() && p.identifier("") == "barrier" && p.at_end()) return true;
+    p.set_pos(save);
+    return false;
+  }
+
+  // `barrier`: every engine reaches it before any goes on. Expanded into two nops per engine
+  // on a semaphore of its own: each raises it, then waits until all five have. DMA transfers
+  // already triggered are not waited for (wait on their queue for that).
+  void barrier(int line_no, const std::string& label) {
+    if (barrier_semaphore_ < 0) {
+      std::string name = "barrier";
+      while (names().taken(name) || names().queue(name)) name += "_";
+      barrier_semaphore_ = out_.program.add_semaphore(name);
+    }
+    ++barriers_;
+    const auto sem = static_cast<uint16_t>(barrier_semaphore_);
+    const std::string text = label.empty() ? fmt::format("barrier {}", barriers_) : label;
+    for (Engine e : kAllEngines) {
+      Instruction arrive;
+      arrive.opcode = Opcode::nop;
+      arrive.engine = e;
+      arrive.label = text + " arrive";
+      arrive.updates.push_back(SemaphoreUpdate{sem, SemaphoreUpdateKind::add, 1});
+      out_.sequence.push_back(arrive);
+      out_.sequence_lines.push_back(line_no);
+    }
+    for (Engine e : kAllEngines) {
+      Instruction leave;
+      leave.opcode = Opcode::nop;
+      leave.engine = e;
+      leave.label = text;
+      leave.waits.push_back(SemaphoreWait{sem, static_cast<int64_t>(kEngineCount) * barriers_});
+      out_.sequence.push_back(leave);
+      out_.sequence_lines.push_back(line_no);
+    }
   }
 
   void check_name_free(LineParser& p, size_t at, const std::string& n) {
@@ -876,6 +917,8 @@ class Assembler {
   uint64_t next_sbuf_ = 0;
   uint64_t next_psum_ = 0;
   bool has_queue_ = false;
+  int32_t barrier_semaphore_ = -1;
+  int64_t barriers_ = 0;
 };
 
 // ---------------------------------------------------------------------------------------------
