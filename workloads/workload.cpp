@@ -131,6 +131,11 @@ nlohmann::json parse_json(const std::string& text, const std::string& file) {
     throw WorkloadError(
         file, fmt::format("line {}, column {}", line, column),
         fmt::format("malformed JSON ({})", pos == std::string::npos ? what : what.substr(pos)));
+  } catch (const json::out_of_range& e) {
+    // A number no double holds (1e400): nlohmann reports no position for it.
+    std::string what = e.what();
+    const auto pos = what.find("number overflow");
+    throw WorkloadError(file, "JSON", pos == std::string::npos ? what : what.substr(pos));
   }
   if (!problem.empty()) throw WorkloadError(file, "JSON", problem);
   return doc;
