@@ -93,6 +93,9 @@ int run(const RunOptions& o) {
     }
     OutputFile stats_file(o.out + "/stats.json");
     stats_file.write(stats_json(report).dump(2) + "\n");
+    // Both complete on disk before either takes its name: a full disk leaves neither.
+    trace.close();
+    stats_file.close();
     trace.commit();
     stats_file.commit();
     std::cout << summary_text(report) << std::flush;

@@ -158,12 +158,12 @@ void TraceWriter::write_counters() {
   }
 }
 
-void TraceWriter::commit() {
+void TraceWriter::close() {
   write_counters();
   buffer_ += "\n]}\n";
   file_.write(buffer_);
   buffer_.clear();
-  file_.commit();
+  file_.close();
 }
 
 }  // namespace trnsim::sim

@@ -20,8 +20,10 @@ class TraceWriter : public models::EventSink {
               uint32_t cores = 1);
   void on_instruction(const models::InstructionRecord& r) override;
   void on_transfer(const models::TransferRecord& r) override;
-  // Writes the counters, closes the JSON and moves the file into place.
-  void commit();
+  // Writes the counters, closes the JSON and the file (throws OutputError), then commit()
+  // moves it into place.
+  void close();
+  void commit() { file_.commit(); }
 
   // Lane (thread id) of an engine and of a DMA queue within the NeuronCore process.
   static int engine_lane(isa::Engine e) { return isa::index_of(e); }
