@@ -50,6 +50,7 @@ class TraceWriter : public models::EventSink {
   const isa::Program& program_;
   const isa::ArchConfig& arch_;
   std::string buffer_;
+  std::string write_error_;  // a write that failed during the run, reported by close()
   bool first_ = true;
 };
 
