@@ -59,6 +59,10 @@ LoweredKernel lower_assembly(const isa::Assembly& a, const isa::ArchConfig& arch
     }
     return nullptr;
   };
+  if (functional) {
+    const std::string why = functional_size_problem(k.program.dram_bytes());
+    if (!why.empty()) throw isa::AssemblyError(a.file, 0, 0, why);
+  }
   double loosest_atol = 0, loosest_rtol = 0;
   for (const auto& e : a.expectations) {
     const isa::DramTensor* out = k.program.find_dram_tensor(e.output);
