@@ -215,6 +215,12 @@ Workload parse_workload(const std::string& text, const std::string& file) {
     if (!t) {
       r.fail("/dtype", fmt::format("expected one of {}, got {}", isa::dtype_names(), d.dump()));
     }
+    if (isa::is_integer(*t)) {
+      // RMSNorm divides by a root mean square: its output is not an integer tensor.
+      r.fail("/dtype", fmt::format("rmsnorm takes a floating-point dtype (fp32, bf16, fp16, "
+                                   "fp8_e4m3, fp8_e5m2), got {}",
+                                   d.dump()));
+    }
     w.dtype = *t;
   }
   if (doc.contains("eps")) {
