@@ -127,6 +127,42 @@ std::string number_text(double v) {
 // ---------------------------------------------------------------------------------------------
 // Parsing
 
+// An expectation's tensors exist and fit its reference function (what lowering computes);
+// else AssemblyError at its line, or at `where` (a JSON path) in the JSON form.
+void check_expectation(const Program& program, const std::string& file, const Expectation& e,
+                       const std::string& where) {
+  auto fail = [&](const std::string& what) {
+    throw AssemblyError(file, e.line, 1, where.empty() ? what : where + ": " + what);
+  };
+  const DramTensor* out = program.find_dram_tensor(e.output);
+  if (out == nullptr) fail(fmt::format("no tensor \"{}\"", e.output));
+  std::vector<const DramTensor*> in;
+  for (const auto& n : e.inputs) {
+    in.push_back(program.find_dram_tensor(n));
+    if (in.back() == nullptr) fail(fmt::format("no tensor \"{}\"", n));
+  }
+  if (e.function == "copy") {
+    if (in.size() != 1) fail("copy(x) takes one input");
+    if (in[0]->elements() != out->elements()) fail("copy: input and output sizes differ");
+  } else if (e.function == "rmsnorm") {
+    if (in.size() != 2) fail("rmsnorm(x, gamma) takes two inputs");
+    if (in[0]->shape.size() != 2 || in[0]->shape != out->shape ||
+        in[1]->elements() != static_cast<uint64_t>(in[0]->shape[1])) {
+      fail("rmsnorm: x and the output must be [rows, hidden] and gamma [hidden]");
+    }
+  } else if (e.function == "matmul") {
+    if (in.size() != 2) fail("matmul(a_transposed, b) takes two inputs");
+    const auto& a = in[0]->shape;
+    const auto& b = in[1]->shape;
+    if (a.size() != 2 || b.size() != 2 || out->shape.size() != 2 || a[0] != b[0] ||
+        out->shape[0] != a[1] || out->shape[1] != b[1]) {
+      fail("matmul: inputs are a_transposed [K, M] and b [K, N], the output [M, N]");
+    }
+  } else {
+    fail(fmt::format("unknown reference \"{}\"; expected rmsnorm, matmul or copy", e.function));
+  }
+}
+
 struct Names {
   const Program& program;
   const std::vector<OnChipBuffer>& buffers;
@@ -280,7 +316,7 @@ class Assembler {
       line(line_no, std::string_view(text).substr(from, nl - from));
       from = nl + 1;
     }
-    for (const auto& e : out_.expectations) check_expectation(e);
+    for (const auto& e : out_.expectations) check_expectation(out_.program, out_.file, e, "");
     return std::move(out_);
   }
 
@@ -886,32 +922,6 @@ class Assembler {
 
   bool has_queue_for(const Instruction&) const { return has_queue_; }
 
-  void check_expectation(const Expectation& e) {
-    auto fail = [&](const std::string& what) { throw AssemblyError(out_.file, e.line, 1, what); };
-    const Names nm = names();
-    const DramTensor* out = nm.tensor(e.output);
-    std::vector<const DramTensor*> in;
-    for (const auto& n : e.inputs) in.push_back(nm.tensor(n));
-    if (e.function == "copy") {
-      if (in.size() != 1) fail("copy(x) takes one input");
-      if (in[0]->elements() != out->elements()) fail("copy: input and output sizes differ");
-    } else if (e.function == "rmsnorm") {
-      if (in.size() != 2) fail("rmsnorm(x, gamma) takes two inputs");
-      if (in[0]->shape.size() != 2 || in[0]->shape != out->shape ||
-          in[1]->elements() != static_cast<uint64_t>(in[0]->shape[1])) {
-        fail("rmsnorm: x and the output must be [rows, hidden] and gamma [hidden]");
-      }
-    } else {  // matmul
-      if (in.size() != 2) fail("matmul(a_transposed, b) takes two inputs");
-      const auto& a = in[0]->shape;
-      const auto& b = in[1]->shape;
-      if (a.size() != 2 || b.size() != 2 || out->shape.size() != 2 || a[0] != b[0] ||
-          out->shape[0] != a[1] || out->shape[1] != b[1]) {
-        fail("matmul: inputs are a_transposed [K, M] and b [K, N], the output [M, N]");
-      }
-    }
-  }
-
   const ArchConfig& arch_;
   Assembly out_;
   uint64_t next_sbuf_ = 0;
@@ -1122,6 +1132,18 @@ struct JsonReader {
     if (!j.is_object() || !j.contains(key)) fail(where, fmt::format("missing \"{}\"", key));
     return j.at(key);
   }
+  // `j` itself, when it is an array.
+  const nlohmann::json& array(const nlohmann::json& j, const std::string& where) const {
+    if (!j.is_array()) fail(where, fmt::format("expected an array, got {}", j.type_name()));
+    return j;
+  }
+  bool boolean(const nlohmann::json& j, const char* key, bool otherwise,
+               const std::string& where) const {
+    if (!j.contains(key)) return otherwise;
+    if (!j[key].is_boolean())
+      fail(where + "/" + key, fmt::format("expected true or false, got {}", j[key].dump()));
+    return j[key].get<bool>();
+  }
   int64_t integer(const nlohmann::json& j, const std::string& where) const {
     if (!j.is_number_integer()) fail(where, fmt::format("expected an integer, got {}", j.dump()));
     return j.get<int64_t>();
@@ -1317,23 +1339,25 @@ Assembly from_json(const nlohmann::json& j, const std::string& file) {
     }
   }
   if (j.contains("buffers")) {
-    for (size_t i = 0; i < j["buffers"].size(); ++i) {
+    const auto& buffers = r.array(j["buffers"], "/buffers");
+    for (size_t i = 0; i < buffers.size(); ++i) {
       const std::string w = fmt::format("/buffers/{}", i);
-      const auto& b = j["buffers"][i];
+      const auto& b = buffers[i];
       OnChipBuffer ob;
       ob.name = r.string(r.at(b, "name", w), w + "/name");
       ob.memory =
           r.string(r.at(b, "memory", w), w + "/memory") == "PSUM" ? Memory::psum : Memory::sbuf;
       ob.dtype = r.named<DType>(r.at(b, "dtype", w), parse_dtype, w + "/dtype");
-      for (const auto& v : r.at(b, "shape", w)) ob.shape.push_back(r.integer(v, w + "/shape"));
+      for (const auto& v : r.array(r.at(b, "shape", w), w + "/shape"))
+        ob.shape.push_back(r.integer(v, w + "/shape"));
       ob.offset = static_cast<uint64_t>(r.integer(r.at(b, "offset", w), w + "/offset"));
       a.buffers.push_back(ob);
     }
   }
-  const auto& sems = r.at(j, "semaphores", "");
+  const auto& sems = r.array(r.at(j, "semaphores", ""), "/semaphores");
   for (size_t i = 0; i < sems.size(); ++i)
     p.semaphores.push_back(Semaphore{r.string(sems[i], fmt::format("/semaphores/{}", i))});
-  const auto& queues = r.at(j, "queues", "");
+  const auto& queues = r.array(r.at(j, "queues", ""), "/queues");
   for (size_t i = 0; i < queues.size(); ++i) {
     const std::string w = fmt::format("/queues/{}", i);
     const int64_t s = r.integer(r.at(queues[i], "semaphore", w), w + "/semaphore");
@@ -1343,10 +1367,11 @@ Assembly from_json(const nlohmann::json& j, const std::string& file) {
         DmaQueue{r.string(r.at(queues[i], "name", w), w + "/name"), static_cast<uint16_t>(s)});
   }
   const auto& streams = r.at(j, "streams", "");
+  if (!streams.is_object()) r.fail("/streams", "expected an object of per-engine streams");
   for (Engine e : kAllEngines) {
     const std::string ename(assembler_name_of(e));
     if (!streams.contains(ename)) continue;
-    const auto& list = streams[ename];
+    const auto& list = r.array(streams[ename], "/streams/" + ename);
     for (size_t i = 0; i < list.size(); ++i) {
       const std::string w = fmt::format("/streams/{}/{}", ename, i);
       const auto& o = list[i];
@@ -1370,11 +1395,11 @@ Assembly from_json(const nlohmann::json& j, const std::string& file) {
         if (q < 0 || static_cast<size_t>(q) >= p.queues.size())
           r.fail(w + "/queue", "no such queue");
         in.dma_queue = static_cast<uint16_t>(q);
-        in.dma_dge = o.value("dge", false);
+        in.dma_dge = r.boolean(o, "dge", false, w);
       }
       if (f & kStartStop) {
-        in.accumulate_start = o.value("start", true);
-        in.accumulate_stop = o.value("stop", true);
+        in.accumulate_start = r.boolean(o, "start", true, w);
+        in.accumulate_stop = r.boolean(o, "stop", true, w);
       }
       if ((f & kFunction) && o.contains("function"))
         in.function =
@@ -1429,17 +1454,19 @@ Assembly from_json(const nlohmann::json& j, const std::string& file) {
         return static_cast<uint16_t>(id);
       };
       if (o.contains("wait")) {
-        for (size_t k = 0; k < o["wait"].size(); ++k) {
+        const auto& waits = r.array(o["wait"], w + "/wait");
+        for (size_t k = 0; k < waits.size(); ++k) {
           const std::string ww = fmt::format("{}/wait/{}", w, k);
-          const auto& x = o["wait"][k];
+          const auto& x = waits[k];
           in.waits.push_back(SemaphoreWait{sem(r.at(x, "semaphore", ww), ww + "/semaphore"),
                                            r.integer(r.at(x, "value", ww), ww + "/value")});
         }
       }
       if (o.contains("update")) {
-        for (size_t k = 0; k < o["update"].size(); ++k) {
+        const auto& updates = r.array(o["update"], w + "/update");
+        for (size_t k = 0; k < updates.size(); ++k) {
           const std::string uw = fmt::format("{}/update/{}", w, k);
-          const auto& x = o["update"][k];
+          const auto& x = updates[k];
           const uint16_t s = sem(r.at(x, "semaphore", uw), uw + "/semaphore");
           if (x.contains("add")) {
             in.updates.push_back(
@@ -1454,14 +1481,17 @@ Assembly from_json(const nlohmann::json& j, const std::string& file) {
     }
   }
   if (j.contains("expect")) {
-    for (size_t i = 0; i < j["expect"].size(); ++i) {
+    const auto& expect = r.array(j["expect"], "/expect");
+    for (size_t i = 0; i < expect.size(); ++i) {
       const std::string w = fmt::format("/expect/{}", i);
-      const auto& x = j["expect"][i];
+      const auto& x = expect[i];
       Expectation e;
       e.output = r.string(r.at(x, "output", w), w + "/output");
       e.function = r.string(r.at(x, "function", w), w + "/function");
-      for (const auto& in : r.at(x, "inputs", w)) e.inputs.push_back(r.string(in, w + "/inputs"));
+      for (const auto& in : r.array(r.at(x, "inputs", w), w + "/inputs"))
+        e.inputs.push_back(r.string(in, w + "/inputs"));
       if (x.contains("eps") && x["eps"].is_number()) e.eps = x["eps"].get<double>();
+      check_expectation(p, file, e, w);
       a.expectations.push_back(e);
     }
   }

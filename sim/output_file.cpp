@@ -37,11 +37,16 @@ void OutputFile::write(std::string_view text) {
   if (std::fwrite(text.data(), 1, text.size(), file_) != text.size()) fail("write failed");
 }
 
-void OutputFile::commit() {
+void OutputFile::close() {
+  if (file_ == nullptr) return;
   if (std::fflush(file_) != 0) fail("write failed");
   const int rc = std::fclose(file_);
   file_ = nullptr;
   if (rc != 0) fail("write failed");
+}
+
+void OutputFile::commit() {
+  close();
   if (std::rename(temp_.c_str(), path_.c_str()) != 0) fail("cannot rename into place");
   committed_ = true;
 }

@@ -24,7 +24,10 @@ class OutputFile {
   OutputFile& operator=(const OutputFile&) = delete;
 
   void write(std::string_view text);
-  void commit();  // flush, close, rename into place; throws OutputError
+  // Flushes and closes the temporary file; throws OutputError (a full disk shows here). Close
+  // every output of a run before committing any, so that a failure leaves none behind.
+  void close();
+  void commit();  // close() if still open, then rename into place; throws OutputError
   const std::string& path() const { return path_; }
 
  private:

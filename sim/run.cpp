@@ -38,6 +38,22 @@ class Fanout : public models::EventSink {
   models::EventSink& b_;
 };
 
+// A multi-line report (one line per blocked engine) as one line, for the one-line error.
+std::string one_line(std::string s) {
+  while (!s.empty() && (s.back() == '\n' || s.back() == ' ')) s.pop_back();
+  std::string out;
+  for (size_t i = 0; i < s.size(); ++i) {
+    if (s[i] != '\n') {
+      out += s[i];
+      continue;
+    }
+    out += " | ";
+    while (i + 1 < s.size() && s[i + 1] == ' ') ++i;
+  }
+  size_t start = out.find_first_not_of(' ');
+  return start == std::string::npos ? out : out.substr(start);
+}
+
 }  // namespace
 
 int run(const RunOptions& o) {
@@ -62,7 +78,8 @@ RunOutcome execute(const RunOptions& o) {
     }
     const std::string deadlock = isa::find_deadlock(k.program, arch);
     if (!deadlock.empty()) {
-      spdlog::error("{}: the program can deadlock; it would stop with:\n{}", o.workload, deadlock);
+      spdlog::error("{}: the program can deadlock; it would stop with: {}", o.workload,
+                    one_line(deadlock));
       return out;
     }
 
@@ -83,8 +100,8 @@ RunOutcome execute(const RunOptions& o) {
     Fanout sink(stats, trace);
     const models::SimulationResult result = models::simulate(k.program, arch, memory_ptrs, sink);
     if (!result.completed) {
-      spdlog::error("{}: the program deadlocked at {:.3f} us; engines still waiting:\n{}",
-                    o.workload, result.end_time.us(), result.deadlock);
+      spdlog::error("{}: the program deadlocked at {:.3f} us; engines still waiting: {}",
+                    o.workload, result.end_time.us(), one_line(result.deadlock));
       return out;
     }
 
@@ -102,6 +119,9 @@ RunOutcome execute(const RunOptions& o) {
     OutputFile stats_file(o.out + "/stats.json");
     out.stats = stats_json(report);
     stats_file.write(out.stats.dump(2) + "\n");
+    // Both complete on disk before either takes its name: a full disk leaves neither.
+    trace.close();
+    stats_file.close();
     trace.commit();
     stats_file.commit();
     out.summary = summary_text(report);

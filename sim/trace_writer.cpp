@@ -63,10 +63,17 @@ void TraceWriter::event(const std::string& json) {
 }
 
 void TraceWriter::flush_if_full() {
-  if (buffer_.size() >= kFlushBytes) {
-    file_.write(buffer_);
-    buffer_.clear();
+  if (buffer_.size() < kFlushBytes) return;
+  // Called from the engines' SystemC threads: an exception there would reach the user wrapped
+  // in a SystemC report. A failed write is kept and thrown by close(), after the run.
+  if (write_error_.empty()) {
+    try {
+      file_.write(buffer_);
+    } catch (const OutputError& e) {
+      write_error_ = e.what();
+    }
   }
+  buffer_.clear();
 }
 
 void TraceWriter::on_instruction(const models::InstructionRecord& r) {
@@ -158,12 +165,13 @@ void TraceWriter::write_counters() {
   }
 }
 
-void TraceWriter::commit() {
+void TraceWriter::close() {
+  if (!write_error_.empty()) throw OutputError(write_error_);
   write_counters();
   buffer_ += "\n]}\n";
   file_.write(buffer_);
   buffer_.clear();
-  file_.commit();
+  file_.close();
 }
 
 }  // namespace trnsim::sim

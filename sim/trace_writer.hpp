@@ -20,8 +20,10 @@ class TraceWriter : public models::EventSink {
               uint32_t cores = 1);
   void on_instruction(const models::InstructionRecord& r) override;
   void on_transfer(const models::TransferRecord& r) override;
-  // Writes the counters, closes the JSON and moves the file into place.
-  void commit();
+  // Writes the counters, closes the JSON and the file (throws OutputError), then commit()
+  // moves it into place.
+  void close();
+  void commit() { file_.commit(); }
 
   // Lane (thread id) of an engine and of a DMA queue within the NeuronCore process.
   static int engine_lane(isa::Engine e) { return isa::index_of(e); }
@@ -48,6 +50,7 @@ class TraceWriter : public models::EventSink {
   const isa::Program& program_;
   const isa::ArchConfig& arch_;
   std::string buffer_;
+  std::string write_error_;  // a write that failed during the run, reported by close()
   bool first_ = true;
 };
 

@@ -134,6 +134,11 @@ LoweredKernel lower_dma(const Workload& w, const isa::ArchConfig& arch, bool fun
   p.name = w.name;
   const bool reads_hbm = b.direction == "hbm_to_sbuf" || b.direction == "hbm_to_hbm";
   const bool writes_hbm = b.direction == "sbuf_to_hbm" || b.direction == "hbm_to_hbm";
+  if (functional) {  // region fits HBM (checked above), so this cannot overflow
+    const std::string why =
+        functional_size_problem(region * (int(reads_hbm) + int(writes_hbm)) * w.cores);
+    if (!why.empty()) throw WorkloadError(w.file, "/total_bytes", why);
+  }
   uint64_t src_addr = 0, dst_addr = 0;
   if (reads_hbm)
     src_addr = p.add_dram_tensor("src", dt, {static_cast<int64_t>(region / es)}).address;

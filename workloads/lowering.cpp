@@ -66,6 +66,15 @@ CheckResult check_outputs(const LoweredKernel& k, const isa::MemoryImage& memory
   return c;
 }
 
+std::string functional_size_problem(uint64_t hbm_bytes) {
+  if (hbm_bytes <= kMaxFunctionalHbmBytes) return "";
+  return fmt::format(
+      "functional mode would hold {:.1f} GiB of HBM tensors in host memory (with float copies), "
+      "over its {:.1f} GiB limit; use --timing-only, which keeps no tensor data",
+      static_cast<double>(hbm_bytes) / (1ULL << 30),
+      static_cast<double>(kMaxFunctionalHbmBytes) / (1ULL << 30));
+}
+
 LoweredKernel lower(const Workload& w, const isa::ArchConfig& arch, bool functional) {
   // parse_workload admits only known kernels and variants.
   if (w.cores > arch.chip_cores) {

@@ -51,8 +51,16 @@ struct CheckResult {
 };
 CheckResult check_outputs(const LoweredKernel& k, const isa::MemoryImage& memory);
 
+// Functional mode holds the simulated HBM image of every core and float copies of the inputs
+// and reference outputs on the host. Lowering refuses a functional kernel whose HBM tensors
+// (over all its cores) exceed this, before allocating anything, and suggests --timing-only.
+// Assumption: keeps a functional run within a few GiB of host memory; not a hardware figure.
+constexpr uint64_t kMaxFunctionalHbmBytes = 1ULL << 30;
+// "" when `hbm_bytes` of tensors may run functionally, else why not (for the caller's error).
+std::string functional_size_problem(uint64_t hbm_bytes);
+
 // Throws WorkloadError (naming the workload's field) when the workload cannot be lowered for
-// `arch`, e.g. a row that does not fit SBUF.
+// `arch`, e.g. a row that does not fit SBUF, or a functional run too large for host memory.
 LoweredKernel lower(const Workload& w, const isa::ArchConfig& arch, bool functional);
 
 // Deterministic inputs from a seed: the same on every platform and compiler (the standard

@@ -59,6 +59,10 @@ LoweredKernel lower_assembly(const isa::Assembly& a, const isa::ArchConfig& arch
     }
     return nullptr;
   };
+  if (functional) {
+    const std::string why = functional_size_problem(k.program.dram_bytes());
+    if (!why.empty()) throw isa::AssemblyError(a.file, 0, 0, why);
+  }
   double loosest_atol = 0, loosest_rtol = 0;
   for (const auto& e : a.expectations) {
     const isa::DramTensor* out = k.program.find_dram_tensor(e.output);
@@ -67,7 +71,9 @@ LoweredKernel lower_assembly(const isa::Assembly& a, const isa::ArchConfig& arch
     double accumulation = 1.0;
     if (e.function == "matmul") {
       const int64_t kk = in[0]->shape[0], m = in[0]->shape[1], n = in[1]->shape[1];
-      k.model_flops += 2ULL * static_cast<uint64_t>(kk * m * n);
+      // Unsigned: K x M x N of tensors of up to 2^44 bytes each may wrap (signed would be UB).
+      k.model_flops +=
+          2ULL * static_cast<uint64_t>(kk) * static_cast<uint64_t>(m) * static_cast<uint64_t>(n);
       accumulation = std::sqrt(static_cast<double>(kk));
     } else if (e.function == "rmsnorm") {
       k.model_flops +=

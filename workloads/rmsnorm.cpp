@@ -117,6 +117,11 @@ LoweredKernel lower_rmsnorm_fused(const Workload& w, const isa::ArchConfig& arch
                     "{} core",
                     rows, hidden, isa::name_of(dt), arch.hbm_capacity_bytes, arch.name));
   }
+  if (functional) {
+    // tensor_bytes <= HBM capacity, so times 64 cores cannot overflow.
+    const std::string why = functional_size_problem(tensor_bytes * w.cores);
+    if (!why.empty()) throw WorkloadError(w.file, "/shape", why);
+  }
   const int64_t tiles = (rows + c.tile_rows - 1) / c.tile_rows;
   // About 6 instructions per tile (load, store, 3 ScalarE, 1-2 VectorE).
   if (static_cast<uint64_t>(tiles) * 7 > arch.max_instructions) {

@@ -109,6 +109,11 @@ nlohmann::json parse_json(const std::string& text, const std::string& file) {
     throw WorkloadError(
         file, fmt::format("line {}, column {}", line, column),
         fmt::format("malformed JSON ({})", pos == std::string::npos ? what : what.substr(pos)));
+  } catch (const json::out_of_range& e) {
+    // A number no double holds (1e400): nlohmann reports no position for it.
+    std::string what = e.what();
+    const auto pos = what.find("number overflow");
+    throw WorkloadError(file, "JSON", pos == std::string::npos ? what : what.substr(pos));
   }
   if (!problem.empty()) throw WorkloadError(file, "JSON", problem);
   return doc;
@@ -187,6 +192,12 @@ Workload parse_workload(const std::string& text, const std::string& file) {
     const auto t = d.is_string() ? isa::parse_dtype(d.get<std::string>()) : std::nullopt;
     if (!t) {
       r.fail("/dtype", fmt::format("expected one of {}, got {}", isa::dtype_names(), d.dump()));
+    }
+    if (isa::is_integer(*t)) {
+      // RMSNorm divides by a root mean square: its output is not an integer tensor.
+      r.fail("/dtype", fmt::format("rmsnorm takes a floating-point dtype (fp32, bf16, fp16, "
+                                   "fp8_e4m3, fp8_e5m2), got {}",
+                                   d.dump()));
     }
     w.dtype = *t;
   }

@@ -10,17 +10,7 @@ namespace {
 // Runs a workload given as text; checks exit 2, no outputs, and returns stderr.
 std::string rejected(const std::string& name, const std::string& workload,
                      const std::string& extra = "") {
-  const std::string dir = fresh_dir("err_" + name);
-  const std::string path = write_file(dir, name + ".json", workload);
-  const Invocation r = trnsim(path + " --out " + dir + "/out " + extra, dir);
-  INFO(r.err);
-  CHECK(r.exit_code == 2);
-  CHECK(r.out.empty());
-  CHECK_FALSE(std::filesystem::exists(dir + "/out/stats.json"));
-  CHECK_FALSE(std::filesystem::exists(dir + "/out/trace.json"));
-  CHECK_FALSE(std::filesystem::exists(dir + "/out/trace.json.tmp"));
-  CHECK(r.err.find(path) != std::string::npos);  // names the file
-  return r.err;
+  return rejected_input(name + ".json", workload, extra);
 }
 }  // namespace
 

@@ -41,12 +41,12 @@ inline std::string example(const std::string& name) {
   return std::string(TRNSIM_SOURCE_DIR) + "/workloads/examples/" + name;
 }
 
-// Runs `trnsim ARGS` (ARGS are passed through the shell as written).
-inline Invocation trnsim(const std::string& args, const std::string& scratch) {
+// Runs `trnsim ARGS` (ARGS are passed through the shell as written), or `PROGRAM ARGS`.
+inline Invocation trnsim(const std::string& args, const std::string& scratch,
+                         const std::string& program = TRNSIM_BINARY) {
   const std::string out = scratch + "/stdout.txt";
   const std::string err = scratch + "/stderr.txt";
-  const std::string cmd =
-      std::string(TRNSIM_BINARY) + " " + args + " >" + out + " 2>" + err + " </dev/null";
+  const std::string cmd = program + " " + args + " >" + out + " 2>" + err + " </dev/null";
   const int status = std::system(cmd.c_str());
   Invocation r;
   r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
@@ -61,6 +61,22 @@ inline std::string write_file(const std::string& dir, const std::string& name,
   const std::string path = dir + "/" + name;
   std::ofstream(path, std::ios::binary) << text;
   return path;
+}
+
+// Runs trnsim on `text` written to a fresh directory as NAME (its extension picks the form) and
+// checks what every rejected input gets: exit 2, nothing on stdout, no output file (nor a
+// temporary one) and a message naming the file. Returns stderr.
+inline std::string rejected_input(const std::string& name, const std::string& text,
+                                  const std::string& extra = "") {
+  const std::string dir = fresh_dir("err_" + name);
+  const std::string path = write_file(dir, name, text);
+  const Invocation r = trnsim(path + " --out " + dir + "/out " + extra, dir);
+  INFO(r.err);
+  CHECK(r.exit_code == 2);
+  CHECK(r.out.empty());
+  if (std::filesystem::exists(dir + "/out")) CHECK(std::filesystem::is_empty(dir + "/out"));
+  CHECK(r.err.find(path) != std::string::npos);  // names the file
+  return r.err;
 }
 
 }  // namespace trnsim_test

@@ -1,0 +1,27 @@
+// The JSON program form as the CLI drives it: parse the JSON (workloads::parse_json, which
+// rejects duplicate keys and deep nesting), isa::from_json, lower for timing only, validate,
+// check for deadlock. Bad input must end in WorkloadError (malformed JSON), AssemblyError or
+// ValidationError.
+#include "fuzz/fuzz_support.hpp"
+#include "isa/arch.hpp"
+#include "isa/assembly.hpp"
+#include "isa/synchronize.hpp"
+#include "isa/validate.hpp"
+#include "workloads/program.hpp"
+#include "workloads/workload.hpp"
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  using namespace trnsim;
+  const std::string text = trnsim_fuzz::text_of(data, size);
+  const isa::ArchConfig arch = isa::trn2();
+  try {
+    const isa::Assembly a = isa::from_json(workloads::parse_json(text, "fuzz.json"), "fuzz.json");
+    const workloads::LoweredKernel k = workloads::lower_assembly(a, arch, /*functional=*/false);
+    isa::validate(k.program, arch);
+    (void)isa::find_deadlock(k.program, arch);
+  } catch (const workloads::WorkloadError&) {
+  } catch (const isa::AssemblyError&) {
+  } catch (const isa::ValidationError&) {
+  }
+  return 0;
+}
