@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "workloads/dma.hpp"
+#include "workloads/kernels.hpp"
 #include "workloads/rmsnorm.hpp"
 
 namespace trnsim::workloads {
@@ -82,8 +83,8 @@ LoweredKernel lower(const Workload& w, const isa::ArchConfig& arch, bool functio
         w.file, "/cores",
         fmt::format("{} cores asked for; a {} chip has {}", w.cores, arch.name, arch.chip_cores));
   }
-  if (w.kernel == "dma") return lower_dma(w, arch, functional);
-  return lower_rmsnorm_fused(w, arch, functional);
+  if (const KernelEntry* k = find_kernel(w.kernel)) return k->lower(w, arch, functional);
+  return lower_dma(w, arch, functional);
 }
 
 }  // namespace trnsim::workloads

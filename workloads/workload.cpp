@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "workloads/dma.hpp"
+#include "workloads/kernels.hpp"
 
 namespace trnsim::workloads {
 
@@ -14,13 +15,18 @@ WorkloadError::WorkloadError(const std::string& file, const std::string& where,
                              const std::string& what)
     : std::runtime_error(fmt::format("{}: {}: {}", file, where, what)) {}
 
-
 namespace {
 
 const std::vector<std::string> kCommonKeys = {"name", "kernel", "seed", "cores"};
-const std::vector<std::string> kRmsNormKeys = {"variant", "shape", "dtype", "eps", "params"};
-const std::vector<std::string> kKernels = {"rmsnorm", "dma"};
+const std::vector<std::string> kKernelFormKeys = {"shape", "dtype", "params"};
 const std::vector<std::string> kVariants = {"fused"};
+
+std::vector<std::string> kernel_names() {
+  std::vector<std::string> names;
+  for (const auto& k : kernel_table()) names.push_back(k.name);
+  names.push_back("dma");
+  return names;
+}
 
 std::string type_name(const json& v) {
   return v.type_name();
@@ -123,15 +129,21 @@ Workload parse_workload(const std::string& text, const std::string& file) {
   const json doc = parse_json(text, file);
   Reader r{file, doc};
   if (!doc.is_object()) r.fail("/", fmt::format("expected a JSON object, got {}", type_name(doc)));
+  const std::vector<std::string> kernels = kernel_names();
   if (!doc.contains("kernel")) {
-    r.fail("/kernel", fmt::format("missing; expected one of: {}", fmt::join(kKernels, ", ")));
+    r.fail("/kernel", fmt::format("missing; expected one of: {}", fmt::join(kernels, ", ")));
   }
   Workload w;
   w.file = file;
-  w.kernel = r.one_of("kernel", kKernels);
+  w.kernel = r.one_of("kernel", kernels);
+  const KernelEntry* entry = find_kernel(w.kernel);
   std::vector<std::string> keys = kCommonKeys;
-  const auto& own = w.kernel == "dma" ? dma_workload_keys() : kRmsNormKeys;
-  keys.insert(keys.end(), own.begin(), own.end());
+  if (entry == nullptr) {
+    keys.insert(keys.end(), dma_workload_keys().begin(), dma_workload_keys().end());
+  } else {
+    keys.insert(keys.end(), kKernelFormKeys.begin(), kKernelFormKeys.end());
+    keys.insert(keys.end(), entry->options.begin(), entry->options.end());
+  }
   for (const auto& item : doc.items()) {
     if (std::find(keys.begin(), keys.end(), item.key()) == keys.end()) {
       const std::string near = closest_name(item.key(), keys);
@@ -162,7 +174,7 @@ Workload parse_workload(const std::string& text, const std::string& file) {
     std::string stem = file.substr(file.find_last_of('/') + 1);
     w.name = stem.substr(0, stem.rfind(".json"));
   }
-  if (w.kernel == "dma") {
+  if (entry == nullptr) {
     // The dma lowering checks its own keys (workloads/dma.cpp); it sees them as params.
     for (const auto& item : doc.items()) {
       if (std::find(kCommonKeys.begin(), kCommonKeys.end(), item.key()) == kCommonKeys.end()) {
@@ -171,13 +183,16 @@ Workload parse_workload(const std::string& text, const std::string& file) {
     }
     return w;
   }
-  w.variant = doc.contains("variant") ? r.one_of("variant", kVariants) : "fused";
+  for (const std::string& key : entry->options) {
+    if (doc.contains(key) && key != "variant" && key != "eps") w.options[key] = doc[key];
+  }
+  if (doc.contains("variant")) w.variant = r.one_of("variant", kVariants);
 
-  if (!doc.contains("shape")) r.fail("/shape", "missing; expected [rows, hidden]");
+  if (!doc.contains("shape")) r.fail("/shape", "missing; expected " + entry->shape_help);
   const json& shape = doc["shape"];
-  if (!shape.is_array() || shape.size() != 2) {
-    r.fail("/shape", fmt::format("expected an array of 2 positive integers [rows, hidden], got {}",
-                                 shape.dump()));
+  if (!shape.is_array() || shape.size() != entry->shape_rank) {
+    r.fail("/shape", fmt::format("expected an array of {} positive integers {}, got {}",
+                                 entry->shape_rank, entry->shape_help, shape.dump()));
   }
   for (size_t i = 0; i < shape.size(); ++i) {
     const json& d = shape[i];
@@ -193,11 +208,11 @@ Workload parse_workload(const std::string& text, const std::string& file) {
     if (!t) {
       r.fail("/dtype", fmt::format("expected one of {}, got {}", isa::dtype_names(), d.dump()));
     }
-    if (isa::is_integer(*t)) {
-      // RMSNorm divides by a root mean square: its output is not an integer tensor.
-      r.fail("/dtype", fmt::format("rmsnorm takes a floating-point dtype (fp32, bf16, fp16, "
+    if (isa::is_integer(*t) && entry->float_only) {
+      // e.g. RMSNorm divides by a root mean square: its output is not an integer tensor.
+      r.fail("/dtype", fmt::format("{} takes a floating-point dtype (fp32, bf16, fp16, "
                                    "fp8_e4m3, fp8_e5m2), got {}",
-                                   d.dump()));
+                                   w.kernel, d.dump()));
     }
     w.dtype = *t;
   }

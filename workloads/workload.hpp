@@ -24,10 +24,10 @@ class WorkloadError : public std::runtime_error {
 };
 
 struct Workload {
-  std::string file;     // as given, for messages
-  std::string name;     // "name" in the file, or the file's stem
-  std::string kernel;   // "rmsnorm", ...
-  std::string variant;  // "fused", ...
+  std::string file;               // as given, for messages
+  std::string name;               // "name" in the file, or the file's stem
+  std::string kernel;             // "rmsnorm", ...
+  std::string variant = "fused";  // rmsnorm: "fused"
   std::vector<int64_t> shape;
   isa::DType dtype = isa::DType::bf16;
   double eps = 1e-6;
@@ -35,6 +35,9 @@ struct Workload {
   // NeuronCores that each run the kernel on their own tensors, sharing the memory system
   // (HBM stacks are shared as the preset says). 1 by default.
   uint32_t cores = 1;
+  // The kernel's own top-level keys (KernelEntry::options, e.g. "strategy"), checked by its
+  // lowering; "variant" and "eps" are parsed into the fields above.
+  nlohmann::json options = nlohmann::json::object();
   nlohmann::json params = nlohmann::json::object();  // the lowering's choices, checked there
 };
 
