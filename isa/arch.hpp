@@ -139,6 +139,20 @@ struct ArchConfig {
     double burst_ns() const { return burst_bytes * pseudo_channels / stack_bytes_per_ns; }
   } hbm;
 
+  // The host: PyTorch dispatching ops on the CPU (framework), the Neuron runtime launching
+  // kernels (runtime), and the device starting them. No public figure gives these costs; all
+  // are assumptions (docs/architecture.md, "Host model"), to be set per system with --set.
+  struct Host {
+    double framework_op_ns = 10000;    // assumption: CPU time to dispatch one PyTorch op
+    double runtime_launch_ns = 15000;  // assumption: CPU time of one kernel launch call
+    double launch_latency_ns = 5000;   // assumption: from the launch call to the device seeing it
+    double kernel_setup_ns = 2000;     // assumption: device time to start a kernel (serial)
+    double sync_ns = 10000;  // assumption: the final synchronization's CPU time after the device
+    // Kernels launched and not yet finished before the next launch call blocks (the runtime's
+    // NEURON_RT_ASYNC_EXEC_MAX_INFLIGHT_REQUESTS queue depth; assumption).
+    uint32_t max_inflight = 4;
+  } host;
+
   uint32_t semaphores = 64;  // section 6: count not public; assumption
   // Instructions one kernel may hold: a bound on host memory, not a hardware figure. An
   // Instruction takes about 1.1 KiB and lowering holds two copies, so a million keep a kernel
