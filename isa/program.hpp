@@ -1,6 +1,7 @@
 // A Program: one in-order instruction stream per engine, the semaphores and DMA queues they
-// synchronize through, and the HBM tensors they read and write. One Program is one kernel
-// launch on one NeuronCore.
+// synchronize through, and the HBM tensors they read and write. A Program is one kernel
+// launch on one NeuronCore, or a sequence of kernels (`kernels`) that share the HBM tensors
+// and run one after another, each started by the host (`host_ops`).
 #pragma once
 
 #include <array>
@@ -32,12 +33,33 @@ struct DramTensor {
   uint64_t bytes() const { return elements() * size_of(dtype); }
 };
 
+// One kernel of a multi-kernel program: where it begins in each engine's stream. A kernel
+// starts when the previous one has finished on every engine and all its DMA transfers have
+// completed; the semaphores are reset to zero between kernels, as a new launch starts them.
+struct KernelSpan {
+  std::string name;
+  std::array<uint32_t, kEngineCount> first{};  // first instruction of each engine's stream
+};
+
+// One framework-level op on the host (a PyTorch op call, or a compiled graph's call): it is
+// dispatched on the CPU, then launches its kernels (indices into Program::kernels) in order.
+struct HostOp {
+  std::string name;
+  std::vector<uint32_t> kernels;
+};
+
 struct Program {
   std::string name;
   std::array<std::vector<Instruction>, kEngineCount> streams;
   std::vector<Semaphore> semaphores;
   std::vector<DmaQueue> queues;
   std::vector<DramTensor> dram_tensors;
+  // Empty: the whole program is one kernel. Otherwise kernels[k] covers the stream positions
+  // from kernels[k].first up to kernels[k + 1].first.
+  std::vector<KernelSpan> kernels;
+  // Empty: no host model; the (first) kernel starts at time 0. Otherwise the host dispatches
+  // these ops in order and every kernel is launched by exactly one of them, in kernel order.
+  std::vector<HostOp> host_ops;
 
   std::vector<Instruction>& stream(Engine e) { return streams[index_of(e)]; }
   const std::vector<Instruction>& stream(Engine e) const { return streams[index_of(e)]; }
@@ -48,6 +70,21 @@ struct Program {
   const DramTensor* find_dram_tensor(const std::string& name) const;
   uint64_t dram_bytes() const;  // end of the highest tensor
   uint64_t instruction_count() const;
+  size_t kernel_count() const { return kernels.empty() ? 1 : kernels.size(); }
+  // [begin, end) of kernel k in engine e's stream.
+  std::pair<uint32_t, uint32_t> kernel_range(size_t k, Engine e) const;
 };
+
+// Appends `kernel` (a one-kernel program) to `whole` as kernel `name`. Semaphores and queues
+// are shared by name (they are reset between kernels). Every HBM tensor of `kernel` is bound
+// to a tensor of `whole`: binding maps the kernel's tensor name to the whole program's (a name
+// missing from `binding` maps to itself); the tensors must exist in `whole` with the same
+// number of bytes, and the kernel's DMA addresses are moved onto them. Throws
+// std::invalid_argument when a tensor is missing or differs in size.
+void append_kernel(Program& whole, const Program& kernel, const std::string& name,
+                   const std::vector<std::pair<std::string, std::string>>& binding = {});
+
+// Kernel k of `program` as a program of its own (same semaphores, queues and tensors).
+Program kernel_program(const Program& program, size_t k);
 
 }  // namespace trnsim::isa

@@ -198,6 +198,14 @@ Program synchronize(const std::vector<Instruction>& sequence, Program program,
 }
 
 std::string find_deadlock(const Program& program, const ArchConfig& arch) {
+  if (program.kernels.size() > 1) {
+    // Kernels run one after another with fresh semaphores: each on its own.
+    for (size_t k = 0; k < program.kernels.size(); ++k) {
+      const std::string found = find_deadlock(kernel_program(program, k), arch);
+      if (!found.empty()) return "kernel " + program.kernels[k].name + ":\n" + found;
+    }
+    return "";
+  }
   std::vector<int64_t> value(program.semaphores.size(), 0);
   std::array<size_t, kEngineCount> pc{};
   bool progress = true;

@@ -486,6 +486,33 @@ void validate(const Program& program, const ArchConfig& arch) {
     throw ValidationError(fmt::format("the program's HBM tensors take {} bytes; the core has {}",
                                       program.dram_bytes(), arch.hbm_capacity_bytes));
   }
+  for (size_t k = 0; k < program.kernels.size(); ++k) {
+    for (Engine e : kAllEngines) {
+      const uint32_t first = program.kernels[k].first[index_of(e)];
+      const uint32_t low = k == 0 ? 0 : program.kernels[k - 1].first[index_of(e)];
+      if ((k == 0 && first != 0) || first < low || first > program.stream(e).size()) {
+        throw ValidationError(
+            fmt::format("kernel {} ({}) starts {} at instruction {}, outside "
+                        "[{}, {}]",
+                        k, program.kernels[k].name, name_of(e), first, k == 0 ? 0 : low,
+                        program.stream(e).size()));
+      }
+    }
+  }
+  size_t next_kernel = 0;
+  for (const HostOp& op : program.host_ops) {
+    for (uint32_t k : op.kernels) {
+      if (k != next_kernel) {
+        throw ValidationError(fmt::format("host op {} launches kernel {}; kernel {} comes next",
+                                          op.name, k, next_kernel));
+      }
+      ++next_kernel;
+    }
+  }
+  if (!program.host_ops.empty() && next_kernel != program.kernel_count()) {
+    throw ValidationError(fmt::format("the host ops launch {} of the {} kernels", next_kernel,
+                                      program.kernel_count()));
+  }
   for (Engine e : kAllEngines) {
     const auto& stream = program.stream(e);
     for (size_t i = 0; i < stream.size(); ++i) {

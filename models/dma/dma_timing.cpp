@@ -184,8 +184,8 @@ uint32_t MemorySystem::issue_hbm(uint32_t chunk, const DmaTransfer& t, uint64_t 
     const isa::AccessPattern& ap = write ? in.dst : in.src[0];
     // A transposing transfer reads its HBM block in descriptor order.
     const bool transpose = in.dma_transpose || in.opcode == isa::Opcode::dma_transpose;
-    const uint64_t address = transpose ? ap.offset + descriptor * plan.run_bytes
-                                              : run_address(ap, plan, descriptor);
+    const uint64_t address =
+        transpose ? ap.offset + descriptor * plan.run_bytes : run_address(ap, plan, descriptor);
     pieces += hbm_.enqueue(now, t.core, address + offset, bytes, write, chunk, need);
   }
   return pieces;

@@ -11,6 +11,7 @@ MemorySystemModule::MemorySystemModule(sc_core::sc_module_name name, MemorySyste
 void MemorySystemModule::submit(uint32_t core, const isa::Instruction& dma, const DmaPlan& plan,
                                 uint32_t index) {
   memory_.submit(core, dma, plan, index, now());
+  ++outstanding_[core];
   submitted_.notify(sc_core::SC_ZERO_TIME);
 }
 
@@ -46,8 +47,11 @@ void MemorySystemModule::deliver(uint32_t id) {
   core.semaphores->apply(isa::SemaphoreUpdate{core.program->queues[t.queue].semaphore,
                                               isa::SemaphoreUpdateKind::add,
                                               static_cast<int64_t>(t.plan->engines)});
+  --outstanding_[t.core];
+  delivered_.notify(sc_core::SC_ZERO_TIME);
   TransferRecord r;
   r.core = static_cast<int>(t.core);
+  r.kernel = core.kernel;
   r.queue = t.queue;
   r.issuer = t.instruction->engine;
   r.index = t.index;

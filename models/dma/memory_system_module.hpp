@@ -25,6 +25,7 @@ namespace trnsim::models {
 // What a completion touches on one core.
 struct CoreEndpoints {
   const isa::Program* program = nullptr;
+  uint32_t kernel = 0;  // the kernel running (for the records)
   SemaphoreFile* semaphores = nullptr;
   isa::MemoryImage* memory = nullptr;  // nullptr: timing only
 };
@@ -34,9 +35,16 @@ class MemorySystemModule : public sc_core::sc_module {
   SC_HAS_PROCESS(MemorySystemModule);
   MemorySystemModule(sc_core::sc_module_name name, MemorySystem& memory, EventSink& sink);
 
-  void attach(const CoreEndpoints& core) { cores_.push_back(core); }
+  void attach(const CoreEndpoints& core) {
+    cores_.push_back(core);
+    outstanding_.push_back(0);
+  }
+  void set_kernel(uint32_t core, uint32_t kernel) { cores_[core].kernel = kernel; }
   // A DMA trigger completed now on `core`'s engine.
   void submit(uint32_t core, const isa::Instruction& dma, const DmaPlan& plan, uint32_t index);
+  // Transfers of `core` submitted and not yet delivered; delivered() fires on every delivery.
+  uint64_t outstanding(uint32_t core) const { return outstanding_[core]; }
+  sc_core::sc_event& delivered() { return delivered_; }
 
  private:
   void run();
@@ -45,7 +53,9 @@ class MemorySystemModule : public sc_core::sc_module {
   MemorySystem& memory_;
   EventSink& sink_;
   std::vector<CoreEndpoints> cores_;
+  std::vector<uint64_t> outstanding_;
   sc_core::sc_event submitted_;
+  sc_core::sc_event delivered_;
 };
 
 }  // namespace trnsim::models

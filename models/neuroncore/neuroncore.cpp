@@ -25,10 +25,20 @@ bool EngineModule::finished() const {
 
 void EngineModule::run() {
   const auto& stream = core_.program.stream(engine_);
-  for (next_ = 0; next_ < stream.size(); ++next_) {
-    const isa::Instruction& in = stream[next_];
+  for (size_t k = 0; k < core_.program.kernel_count(); ++k) {
+    while (core_.running_kernel < static_cast<int64_t>(k)) wait(core_.kernel_started);
+    const auto [begin, end] = core_.program.kernel_range(k, engine_);
+    for (next_ = begin; next_ < end; ++next_) step(stream[next_], static_cast<uint32_t>(k));
+    ++core_.engines_finished;
+    core_.engine_finished.notify(sc_core::SC_ZERO_TIME);
+  }
+}
+
+void EngineModule::step(const isa::Instruction& in, uint32_t kernel) {
+  {
     InstructionRecord r;
     r.core = static_cast<int>(core_.id);
+    r.kernel = kernel;
     r.engine = engine_;
     r.index = static_cast<uint32_t>(next_);
     r.ready = now();
@@ -65,9 +75,42 @@ void EngineModule::run() {
   }
 }
 
+void NeuronCore::sequence() {
+  const size_t kernels = program.kernel_count();
+  auto drained = [&] {
+    return engines_finished == isa::kEngineCount && memory_system.outstanding(id) == 0;
+  };
+  const Picoseconds setup(
+      host == nullptr ? 0 : static_cast<int64_t>(std::llround(arch.host.kernel_setup_ns * 1000)));
+  KernelRecord record;
+  record.core = static_cast<int>(id);
+  for (size_t k = 0; k <= kernels; ++k) {
+    if (k > 0) {
+      while (!drained()) wait(engine_finished | memory_system.delivered());
+      record.end = now();
+      sink.on_kernel(record);
+      if (host != nullptr) host->kernel_done(k - 1);
+    }
+    if (k == kernels) break;
+    record.kernel = static_cast<uint32_t>(k);
+    if (host != nullptr) {
+      while (!host->launched(k)) wait(host->launch_event());
+      if (now() < host->arrival(k)) wait(to_sc_time(host->arrival(k) - now()));
+      record.arrived = now();
+      wait(to_sc_time(setup));
+    }
+    semaphores.reset();
+    engines_finished = 0;
+    memory_system.set_kernel(id, static_cast<uint32_t>(k));
+    record.start = now();
+    running_kernel = static_cast<int64_t>(k);
+    kernel_started.notify(sc_core::SC_ZERO_TIME);
+  }
+}
+
 NeuronCore::NeuronCore(sc_core::sc_module_name name, uint32_t id_, const isa::Program& program_,
                        const isa::ArchConfig& arch_, isa::MemoryImage* memory_, EventSink& sink_,
-                       MemorySystemModule& memory_system_)
+                       MemorySystemModule& memory_system_, HostModule* host_)
     : sc_module(name),
       id(id_),
       program(program_),
@@ -75,18 +118,20 @@ NeuronCore::NeuronCore(sc_core::sc_module_name name, uint32_t id_, const isa::Pr
       memory(memory_),
       sink(sink_),
       memory_system(memory_system_),
-      semaphores(program_.semaphores.size()) {
+      semaphores(program_.semaphores.size()),
+      host(host_) {
   for (isa::Engine e : isa::kAllEngines) {
     plan_base_[isa::index_of(e)] = dma_plans.size();
     for (const auto& in : program.stream(e)) {
       dma_plans.push_back(isa::is_dma(in.opcode) ? plan_transfer(in, arch) : DmaPlan{});
     }
   }
-  memory_system.attach(CoreEndpoints{&program, &semaphores, memory});
+  memory_system.attach(CoreEndpoints{&program, 0, &semaphores, memory});
   for (isa::Engine e : isa::kAllEngines) {
     engines.push_back(
         std::make_unique<EngineModule>(std::string(isa::key_of(e)).c_str(), e, *this));
   }
+  SC_THREAD(sequence);
 }
 
 const DmaPlan& NeuronCore::plan_of(isa::Engine e, size_t index) const {
@@ -128,11 +173,15 @@ SimulationResult simulate(const isa::Program& program, const isa::ArchConfig& ar
   }
   MemorySystem memory_system(arch, cores, dma_instructions * cores);
   MemorySystemModule memory_module("memory", memory_system, sink);
+  std::unique_ptr<HostModule> host;
+  if (!program.host_ops.empty()) {
+    host = std::make_unique<HostModule>("host", program, arch, cores, sink);
+  }
   std::vector<std::unique_ptr<NeuronCore>> nc;
   for (uint32_t c = 0; c < cores; ++c) {
     nc.push_back(std::make_unique<NeuronCore>(fmt::format("nc{}", c).c_str(), c, program, arch,
                                               memories.empty() ? nullptr : memories[c], sink,
-                                              memory_module));
+                                              memory_module, host.get()));
   }
   sc_core::sc_start();  // returns when no event is left: every stream done, or a deadlock
   SimulationResult result;
@@ -142,7 +191,8 @@ SimulationResult simulate(const isa::Program& program, const isa::ArchConfig& ar
     if (!report.empty() && cores > 1) result.deadlock += fmt::format(" core {}:\n", core->id);
     result.deadlock += report;
   }
-  result.completed = result.deadlock.empty() && memory_system.incomplete() == 0;
+  result.completed = result.deadlock.empty() && memory_system.incomplete() == 0 &&
+                     (host == nullptr || host->finished());
   result.cores = cores;
   result.hbm = memory_system.hbm().counters();
   result.hbm_stacks = memory_system.hbm().stacks();

@@ -14,6 +14,7 @@
 #include "models/dma/dma_timing.hpp"
 #include "models/dma/memory_system_module.hpp"
 #include "models/events.hpp"
+#include "models/host/host_module.hpp"
 #include "models/neuroncore/semaphores.hpp"
 
 namespace trnsim::models {
@@ -35,6 +36,7 @@ class EngineModule : public sc_core::sc_module {
 
  private:
   void run();
+  void step(const isa::Instruction& in, uint32_t kernel);
 
   isa::Engine engine_;
   NeuronCore& core_;
@@ -44,11 +46,15 @@ class EngineModule : public sc_core::sc_module {
   const isa::SemaphoreWait* blocked_ = nullptr;
 };
 
+// With several kernels, or a host model, a sequencer thread starts each kernel when the
+// previous one has drained (every engine finished its part, every transfer delivered), its
+// launch has arrived from the host, and the device has set it up (arch.host.kernel_setup_ns).
 class NeuronCore : public sc_core::sc_module {
  public:
+  SC_HAS_PROCESS(NeuronCore);
   NeuronCore(sc_core::sc_module_name name, uint32_t id, const isa::Program& program,
              const isa::ArchConfig& arch, isa::MemoryImage* memory, EventSink& sink,
-             MemorySystemModule& memory_system);
+             MemorySystemModule& memory_system, HostModule* host);
 
   const uint32_t id;
   const isa::Program& program;
@@ -61,11 +67,18 @@ class NeuronCore : public sc_core::sc_module {
   std::vector<std::unique_ptr<EngineModule>> engines;
   uint32_t ports_held = 0;  // shared ports (models::Port bits) in use
   sc_core::sc_event ports_released;
+  HostModule* host;  // nullptr: no host model
+  // The kernel the engines may run (-1: none yet) and how many engines finished their part.
+  int64_t running_kernel = -1;
+  uint32_t engines_finished = 0;
+  sc_core::sc_event kernel_started;
+  sc_core::sc_event engine_finished;
 
   const DmaPlan& plan_of(isa::Engine e, size_t index) const;
   std::string deadlock_report() const;
 
  private:
+  void sequence();
   std::array<size_t, isa::kEngineCount> plan_base_{};
 };
 

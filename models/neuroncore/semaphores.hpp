@@ -4,6 +4,7 @@
 
 #include <systemc>
 
+#include <algorithm>
 #include <cstdint>
 #include <memory>
 #include <vector>
@@ -18,6 +19,8 @@ class SemaphoreFile {
       : values_(count, 0), events_(std::make_unique<sc_core::sc_event[]>(count)) {}
 
   int64_t value(uint16_t id) const { return values_[id]; }
+  // Between kernels: no engine waits, so no event needs to fire.
+  void reset() { std::fill(values_.begin(), values_.end(), 0); }
   sc_core::sc_event& event(uint16_t id) { return events_[id]; }
 
   void apply(const isa::SemaphoreUpdate& u) {

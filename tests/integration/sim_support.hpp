@@ -15,6 +15,10 @@ struct Recorder : trnsim::models::EventSink {
     instructions.push_back(r);
   }
   void on_transfer(const trnsim::models::TransferRecord& r) override { transfers.push_back(r); }
+  std::vector<trnsim::models::KernelRecord> kernels;
+  std::vector<trnsim::models::HostRecord> host;
+  void on_kernel(const trnsim::models::KernelRecord& r) override { kernels.push_back(r); }
+  void on_host(const trnsim::models::HostRecord& r) override { host.push_back(r); }
   // The record of instruction `index` of engine `e` (core 0).
   const trnsim::models::InstructionRecord& of(trnsim::isa::Engine e, uint32_t index = 0) const {
     for (const auto& r : instructions) {
