@@ -11,31 +11,36 @@
 #include "models/neuroncore/simulate.hpp"
 #include "sim/input.hpp"
 #include "sim/output_file.hpp"
+#include "sim/profile.hpp"
 #include "sim/stats.hpp"
 #include "sim/summary.hpp"
 #include "sim/trace_writer.hpp"
 #include "workloads/lowering.hpp"
+#include "workloads/npy.hpp"
 
 namespace trnsim::sim {
 
 namespace {
 
-// Forwards every record to the statistics and the trace.
+// Forwards every record to the statistics, the profile and the trace.
 class Fanout : public models::EventSink {
  public:
-  Fanout(models::EventSink& a, models::EventSink& b) : a_(a), b_(b) {}
+  explicit Fanout(std::vector<models::EventSink*> sinks) : sinks_(std::move(sinks)) {}
   void on_instruction(const models::InstructionRecord& r) override {
-    a_.on_instruction(r);
-    b_.on_instruction(r);
+    for (auto* s : sinks_) s->on_instruction(r);
   }
   void on_transfer(const models::TransferRecord& r) override {
-    a_.on_transfer(r);
-    b_.on_transfer(r);
+    for (auto* s : sinks_) s->on_transfer(r);
+  }
+  void on_kernel(const models::KernelRecord& r) override {
+    for (auto* s : sinks_) s->on_kernel(r);
+  }
+  void on_host(const models::HostRecord& r) override {
+    for (auto* s : sinks_) s->on_host(r);
   }
 
  private:
-  models::EventSink& a_;
-  models::EventSink& b_;
+  std::vector<models::EventSink*> sinks_;
 };
 
 // A multi-line report (one line per blocked engine) as one line, for the one-line error.
@@ -97,7 +102,8 @@ RunOutcome execute(const RunOptions& o) {
     make_output_directory(o.out);
     StatsCollector stats(k.program, arch, w.cores);
     TraceWriter trace(o.out + "/trace.json", k.program, arch, w.cores);
-    Fanout sink(stats, trace);
+    ProfileCollector profile(k.program, arch);
+    Fanout sink({&stats, &profile, &trace});
     const models::SimulationResult result = models::simulate(k.program, arch, memory_ptrs, sink);
     if (!result.completed) {
       spdlog::error("{}: the program deadlocked at {:.3f} us; engines still waiting: {}",
@@ -105,7 +111,8 @@ RunOutcome execute(const RunOptions& o) {
       return out;
     }
 
-    RunReport report{w, arch, k, stats, result, result.end_time, o.timing_only, {}, o.out};
+    RunReport report{w,  arch,  k, stats, profile, result, result.end_time, o.timing_only,
+                     {}, o.out, {}};
     for (size_t c = 0; c < memories.size() && !k.expected.empty(); ++c) {
       // The worst core's result stands for the run: a failure, else the largest error.
       const workloads::CheckResult r = workloads::check_outputs(k, *memories[c]);
@@ -119,11 +126,23 @@ RunOutcome execute(const RunOptions& o) {
     OutputFile stats_file(o.out + "/stats.json");
     out.stats = stats_json(report);
     stats_file.write(out.stats.dump(2) + "\n");
-    // Both complete on disk before either takes its name: a full disk leaves neither.
+    // Graph outputs as .npy, from core 0's HBM (functional runs).
+    std::vector<std::unique_ptr<OutputFile>> arrays;
+    if (k.write_npy && !memories.empty()) {
+      for (const workloads::HostTensor& t : k.expected) {
+        arrays.push_back(std::make_unique<OutputFile>(o.out + "/" + t.name + ".npy"));
+        arrays.back()->write(
+            workloads::npy_bytes(t.shape, workloads::read_tensor(k, *memories[0], t.name)));
+        report.npy_files.push_back(t.name + ".npy");
+      }
+    }
+    // All complete on disk before any takes its name: a full disk leaves none.
     trace.close();
     stats_file.close();
+    for (auto& a : arrays) a->close();
     trace.commit();
     stats_file.commit();
+    for (auto& a : arrays) a->commit();
     out.summary = summary_text(report);
     out.exit_code =
         report.check.status == workloads::CheckResult::Status::fail ? kCheckFailed : kSuccess;

@@ -165,12 +165,7 @@ json stats_json(const RunReport& r) {
             {"dtype", std::string(isa::name_of(r.workload.dtype))},
             {"eps", r.workload.eps},
             {"seed", r.workload.seed}};
-  json kernels = json::array();
-  kernels.push_back({{"name", r.kernel.program.name},
-                     {"start_time_ps", 0},
-                     {"end_time_ps", r.total.value},
-                     {"instructions", r.kernel.program.instruction_count()},
-                     {"dma_transfers", s.transfers()}});
+  const json profile = r.profile.json(r.total);
   json queues = json::array();
   for (uint32_t c = 0; c < s.cores(); ++c) {
     for (size_t q = 0; q < r.kernel.program.queues.size(); ++q) {
@@ -197,7 +192,9 @@ json stats_json(const RunReport& r) {
           {"workload", w},
           {"summary", summary},
           {"dma_queues", queues},
-          {"kernels", kernels},
+          {"kernels", profile["kernels"]},
+          {"host", profile.value("host", json())},
+          {"key_averages", profile.value("key_averages", json::array())},
           {"choices", r.kernel.choices},
           {"check", check},
           {"arch", arch_json(r.arch)}};
@@ -288,7 +285,10 @@ std::string summary_text(const RunReport& r) {
   if (total_queues > shown) {
     out += fmt::format("... {} more queues in stats.json\n", total_queues - shown);
   }
-  out += fmt::format("outputs: {}/{{stats.json,trace.json}}\n", r.out_dir);
+  out += r.profile.text(r.total);
+  std::string files = "stats.json,trace.json";
+  for (const std::string& f : r.npy_files) files += "," + f;
+  out += fmt::format("outputs: {}/{{{}}}\n", r.out_dir, files);
   // Rows without a note end without trailing blanks.
   std::string trimmed;
   size_t from = 0;

@@ -7,6 +7,7 @@
 #include "isa/arch.hpp"
 #include "isa/program.hpp"
 #include "models/neuroncore/simulate.hpp"
+#include "sim/profile.hpp"
 #include "sim/stats.hpp"
 #include "workloads/lowering.hpp"
 
@@ -19,11 +20,13 @@ struct RunReport {
   const isa::ArchConfig& arch;
   const workloads::LoweredKernel& kernel;
   const StatsCollector& stats;
+  const ProfileCollector& profile;
   const models::SimulationResult& result;
   Picoseconds total;
   bool timing_only = false;
   CheckResult check;
   std::string out_dir;
+  std::vector<std::string> npy_files;  // written into out_dir
 };
 
 nlohmann::json stats_json(const RunReport& r);

@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "workloads/dma.hpp"
+#include "workloads/graph_lowering.hpp"
 #include "workloads/kernels.hpp"
 #include "workloads/rmsnorm.hpp"
 
@@ -36,6 +37,18 @@ void load_inputs(const LoweredKernel& k, isa::MemoryImage& memory) {
       p += isa::size_of(t.dtype);
     }
   }
+}
+
+std::vector<float> read_tensor(const LoweredKernel& k, const isa::MemoryImage& memory,
+                               const std::string& name) {
+  const isa::DramTensor* d = k.program.find_dram_tensor(name);
+  std::vector<float> v(d->elements());
+  const uint8_t* p = memory.hbm.data() + d->address;
+  for (float& f : v) {
+    f = isa::load_element(d->dtype, p);
+    p += isa::size_of(d->dtype);
+  }
+  return v;
 }
 
 CheckResult check_outputs(const LoweredKernel& k, const isa::MemoryImage& memory) {
@@ -83,6 +96,7 @@ LoweredKernel lower(const Workload& w, const isa::ArchConfig& arch, bool functio
         w.file, "/cores",
         fmt::format("{} cores asked for; a {} chip has {}", w.cores, arch.name, arch.chip_cores));
   }
+  if (w.graph) return lower_graph(w, arch, functional);
   if (const KernelEntry* k = find_kernel(w.kernel)) return k->lower(w, arch, functional);
   return lower_dma(w, arch, functional);
 }

@@ -34,6 +34,7 @@ struct LoweredKernel {
   Tolerance tolerance;
   nlohmann::json choices;    // the lowering parameters used
   uint64_t model_flops = 0;  // FLOPs the operation needs, independent of lowering
+  bool write_npy = false;    // graph workloads: outputs are written as <out>/<name>.npy
 };
 
 // Writes the kernel's inputs into HBM at their tensors' addresses.
@@ -50,6 +51,9 @@ struct CheckResult {
   Tolerance tolerance;
 };
 CheckResult check_outputs(const LoweredKernel& k, const isa::MemoryImage& memory);
+// The values of HBM tensor `name` of the kernel's program.
+std::vector<float> read_tensor(const LoweredKernel& k, const isa::MemoryImage& memory,
+                               const std::string& name);
 
 // Functional mode holds the simulated HBM image of every core and float copies of the inputs
 // and reference outputs on the host. Lowering refuses a functional kernel whose HBM tensors

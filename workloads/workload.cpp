@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "workloads/dma.hpp"
+#include "workloads/graph.hpp"
 #include "workloads/kernels.hpp"
 
 namespace trnsim::workloads {
@@ -125,10 +126,46 @@ nlohmann::json parse_json(const std::string& text, const std::string& file) {
   return doc;
 }
 
+namespace {
+
+Workload parse_graph_workload(const json& doc, const std::string& file) {
+  Workload w;
+  w.file = file;
+  w.kernel = "graph";
+  auto graph = std::make_shared<Graph>(parse_graph(doc, file));
+  w.variant = graph->mode;
+  if (!graph->inputs.empty()) w.dtype = graph->ops.back().out.dtype;
+  w.shape = graph->find(graph->outputs.front())->shape;
+  w.graph = std::move(graph);
+  if (doc.contains("seed")) {
+    if (!doc["seed"].is_number_unsigned()) {
+      throw WorkloadError(
+          file, "/seed",
+          fmt::format("expected a non-negative integer, got {}", doc["seed"].dump()));
+    }
+    w.seed = doc["seed"].get<uint64_t>();
+  }
+  if (doc.contains("name")) {
+    if (!doc["name"].is_string()) throw WorkloadError(file, "/name", "expected a string");
+    w.name = doc["name"].get<std::string>();
+  } else {
+    std::string stem = file.substr(file.find_last_of('/') + 1);
+    w.name = stem.substr(0, stem.rfind(".json"));
+  }
+  if (doc.contains("params")) {
+    if (!doc["params"].is_object()) throw WorkloadError(file, "/params", "expected an object");
+    w.params = doc["params"];
+  }
+  return w;
+}
+
+}  // namespace
+
 Workload parse_workload(const std::string& text, const std::string& file) {
   const json doc = parse_json(text, file);
   Reader r{file, doc};
   if (!doc.is_object()) r.fail("/", fmt::format("expected a JSON object, got {}", type_name(doc)));
+  if (is_graph_document(doc) && !doc.contains("kernel")) return parse_graph_workload(doc, file);
   const std::vector<std::string> kernels = kernel_names();
   if (!doc.contains("kernel")) {
     r.fail("/kernel", fmt::format("missing; expected one of: {}", fmt::join(kernels, ", ")));

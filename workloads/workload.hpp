@@ -6,6 +6,7 @@
 // See docs/workload-format.md.
 #pragma once
 
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <stdexcept>
 #include <string>
@@ -15,6 +16,8 @@
 #include "isa/names.hpp"
 
 namespace trnsim::workloads {
+
+struct Graph;
 
 // Bad input: names the file, the place in it (JSON pointer or line:column) and what was
 // expected. The CLI prints what() and exits with code 2.
@@ -39,6 +42,8 @@ struct Workload {
   // lowering; "variant" and "eps" are parsed into the fields above.
   nlohmann::json options = nlohmann::json::object();
   nlohmann::json params = nlohmann::json::object();  // the lowering's choices, checked there
+  // The graph form (kernel "graph", variant = its mode); null for the kernel form.
+  std::shared_ptr<const Graph> graph;
 };
 
 // Parses `text` (the contents of `file`) as JSON: malformed JSON, duplicate keys and nesting
