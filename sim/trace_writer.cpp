@@ -30,11 +30,30 @@ TraceWriter::TraceWriter(const std::string& path, const isa::Program& program,
                          const isa::ArchConfig& arch, uint32_t cores)
     : cores_(cores), file_(path), program_(program), arch_(arch) {
   buffer_ = "{\"displayTimeUnit\":\"ns\",\"traceEvents\":[\n";
+  if (!program.host_ops.empty()) {
+    event(fmt::format(R"({{"ph":"M","pid":{},"name":"process_name","args":{{"name":"Host"}}}})",
+                      kHostPid));
+    for (const auto& [tid, name] :
+         {std::pair<int, const char*>{kFrameworkLane, "framework"}, {kRuntimeLane, "runtime"}}) {
+      event(fmt::format(
+          R"({{"ph":"M","pid":{},"tid":{},"name":"thread_name","args":{{"name":"{}"}}}})", kHostPid,
+          tid, name));
+      event(fmt::format(
+          R"({{"ph":"M","pid":{},"tid":{},"name":"thread_sort_index","args":{{"sort_index":{}}}}})",
+          kHostPid, tid, tid));
+    }
+  }
   for (uint32_t core = 0; core < cores_; ++core) {
     const int kCorePid = core_pid(core);
     event(fmt::format(
         R"({{"ph":"M","pid":{},"name":"process_name","args":{{"name":{}}}}})", kCorePid,
         json_string(fmt::format("NeuronCore {} ({}) {}", core, arch.name, program.name))));
+    event(fmt::format(
+        R"({{"ph":"M","pid":{},"tid":{},"name":"thread_name","args":{{"name":"Kernels"}}}})",
+        kCorePid, kKernelLane));
+    event(fmt::format(
+        R"({{"ph":"M","pid":{},"tid":{},"name":"thread_sort_index","args":{{"sort_index":-1}}}})",
+        kCorePid, kKernelLane));
     for (isa::Engine e : isa::kAllEngines) {
       event(fmt::format(
           R"({{"ph":"M","pid":{},"tid":{},"name":"thread_name","args":{{"name":"{}"}}}})", kCorePid,
@@ -138,6 +157,56 @@ void TraceWriter::on_transfer(const models::TransferRecord& r) {
       json_string(name), r.bytes, r.engines, r.descriptors, isa::name_of(r.issuer),
       trace_timestamp(r.issued), json_string(in.src[0].to_string()),
       json_string(in.dst.to_string())));
+}
+
+void TraceWriter::on_kernel(const models::KernelRecord& r) {
+  const int pid = core_pid(static_cast<uint32_t>(r.core));
+  const std::string name =
+      program_.kernels.empty() ? program_.name : program_.kernels[r.kernel].name;
+  event(fmt::format(
+      R"({{"ph":"X","pid":{},"tid":{},"ts":{},"dur":{},"name":{},"cat":"kernel","args":{{"kernel":{},"launch_arrived_us":{}}}}})",
+      pid, kKernelLane, trace_timestamp(r.start), trace_timestamp(r.end - r.start),
+      json_string(name), r.kernel, trace_timestamp(r.arrived)));
+  if (!program_.host_ops.empty()) {
+    // The end of the launch's flow arrow, bound to this kernel's slice.
+    event(fmt::format(
+        R"({{"ph":"f","bp":"e","pid":{},"tid":{},"ts":{},"id":{},"name":"launch","cat":"launch"}})",
+        pid, kKernelLane, trace_timestamp(r.start), r.kernel * 64 + r.core + 1));
+  }
+}
+
+void TraceWriter::on_host(const models::HostRecord& r) {
+  const std::string op = program_.host_ops.empty() ? "" : program_.host_ops[r.op].name;
+  const auto kernel_name = [&] {
+    return program_.kernels.empty() ? program_.name : program_.kernels[r.kernel].name;
+  };
+  std::string name;
+  switch (r.activity) {
+    case models::HostActivity::dispatch:
+      name = op;
+      break;
+    case models::HostActivity::launch:
+      name = "launch " + kernel_name();
+      break;
+    case models::HostActivity::queue_full:
+      name = fmt::format("queue full: {} kernels in flight", arch_.host.max_inflight);
+      break;
+    case models::HostActivity::synchronize:
+      name = "synchronize";
+      break;
+  }
+  const int tid = r.lane == models::HostLane::framework ? kFrameworkLane : kRuntimeLane;
+  event(fmt::format(
+      R"({{"ph":"X","pid":{},"tid":{},"ts":{},"dur":{},"name":{},"cat":"host","args":{{"op":{},"kernel":{}}}}})",
+      kHostPid, tid, trace_timestamp(r.start), trace_timestamp(r.end - r.start), json_string(name),
+      json_string(op), r.kernel));
+  if (r.activity == models::HostActivity::launch) {
+    for (uint32_t c = 0; c < cores_; ++c) {
+      event(fmt::format(
+          R"({{"ph":"s","pid":{},"tid":{},"ts":{},"id":{},"name":"launch","cat":"launch"}})",
+          kHostPid, tid, trace_timestamp(r.end - Picoseconds(1)), r.kernel * 64 + c + 1));
+    }
+  }
 }
 
 void TraceWriter::write_counters() {

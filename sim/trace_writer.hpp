@@ -1,7 +1,9 @@
 // trace.json in Chrome trace-event format (what Perfetto and chrome://tracing open), written
 // as a stream while the simulation runs: one slice per instruction and per DMA transfer, a
-// slice per semaphore wait, a lane per engine and per DMA queue, one process per NeuronCore,
-// and counters per core: pending DMA transfers and DMA throughput (GB/s).
+// slice per semaphore wait, a lane per engine and per DMA queue and a lane of kernels, one
+// process per NeuronCore, and counters per core: pending DMA transfers and DMA throughput
+// (GB/s). With a host model, a Host process has `framework` and `runtime` lanes, and a flow
+// arrow goes from each kernel launch to the kernel on the device.
 #pragma once
 
 #include <string>
@@ -20,6 +22,8 @@ class TraceWriter : public models::EventSink {
               uint32_t cores = 1);
   void on_instruction(const models::InstructionRecord& r) override;
   void on_transfer(const models::TransferRecord& r) override;
+  void on_kernel(const models::KernelRecord& r) override;
+  void on_host(const models::HostRecord& r) override;
   // Writes the counters, closes the JSON and the file (throws OutputError), then commit()
   // moves it into place.
   void close();
@@ -28,6 +32,11 @@ class TraceWriter : public models::EventSink {
   // Lane (thread id) of an engine and of a DMA queue within the NeuronCore process.
   static int engine_lane(isa::Engine e) { return isa::index_of(e); }
   static int queue_lane(uint16_t q) { return 100 + q; }
+  // The kernels lane of a NeuronCore (the profiler's nc_exec_running), and the host's lanes.
+  static constexpr int kKernelLane = 50;
+  static constexpr int kHostPid = 0;
+  static constexpr int kFrameworkLane = 1;
+  static constexpr int kRuntimeLane = 2;
 
  private:
   void event(const std::string& json);

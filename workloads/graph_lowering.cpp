@@ -55,6 +55,18 @@ bool row_local(const GraphOp& op) {
   return op.kind != OpKind::kernel;
 }
 
+// The layout of op's output in a row kernel of space s. A reduction's result is one value per
+// row whether or not it keeps the reduced dimension.
+Cls out_class(const GraphOp& op, const std::vector<int64_t>& s) {
+  if (op.kind == OpKind::reduction) {
+    const std::vector<int64_t> lead(s.begin(), s.end() - 1);
+    if (op.out.shape == lead || (lead.empty() && op.out.shape == std::vector<int64_t>{1})) {
+      return Cls::row;
+    }
+  }
+  return classify(op.out.shape, s);
+}
+
 // The row space an op defines when it starts a kernel.
 std::vector<int64_t> natural_space(const Graph& g, const GraphOp& op) {
   if (op.kind == OpKind::reduction) return g.find(op.args[0].tensor)->shape;
@@ -78,7 +90,7 @@ bool fits(const Graph& g, const GraphOp& op, const std::vector<int64_t>& s,
     if (it != inside.end() && it->second != c) return Cls::none;
     return c;
   };
-  const Cls out = classify(op.out.shape, s);
+  const Cls out = out_class(op, s);
   if (out != Cls::full && out != Cls::row) return false;
   if (op.kind == OpKind::reduction) {
     return cls(op.args[0].tensor) == Cls::full && out == Cls::row;
@@ -194,7 +206,7 @@ void RowKernel::collect() {
       if (a.is_tensor()) touch(a.tensor).last_use = static_cast<int>(pos);
     }
     Value v;
-    v.cls = classify(op.out.shape, s);
+    v.cls = out_class(op, s);
     v.hbm_out = materialized_.count(op.out.name) > 0;
     // Values are computed in their op's dtype, as PyTorch defines the op; per-row values
     // kept on chip (reduction results and what follows from them) stay fp32, as the
@@ -226,9 +238,13 @@ void RowKernel::collect() {
 }
 
 bool RowKernel::layout(uint32_t bufs) {
-  // Full values share slots of H fp32 elements, reused once a value's last reader is done;
-  // row values take 64-byte slots; col and scalar inputs are loaded once, shared by buffers.
-  full_slot_bytes_ = (static_cast<uint64_t>(hidden_) * 4 + 63) / 64 * 64;
+  // Full values share slots of H elements of the widest dtype, reused once a value's last reader is
+  // done; row values take 64-byte slots; col and scalar inputs are loaded once, shared by buffers.
+  uint64_t widest = 1;
+  for (const auto& [n, v] : values_) {
+    if (v.cls == Cls::full) widest = std::max<uint64_t>(widest, isa::size_of(v.dtype));
+  }
+  full_slot_bytes_ = (static_cast<uint64_t>(hidden_) * widest + 63) / 64 * 64;
   shared_ = 0;
   for (const std::string& n : order_) {
     Value& v = values_[n];
@@ -617,7 +633,7 @@ GraphPlan plan_graph(const Graph& g, const std::string& file) {
       plan.kernels.push_back({"", {}, true, space});
     }
     plan.kernels.back().ops.push_back(i);
-    inside[op.out.name] = classify(op.out.shape, plan.kernels.back().space);
+    inside[op.out.name] = out_class(op, plan.kernels.back().space);
   }
   for (auto& k : plan.kernels) {
     if (k.row) k.name = kernel_name(g, k.ops);

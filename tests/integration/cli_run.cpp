@@ -50,8 +50,8 @@ TEST_CASE(
     if (e["cat"] == "dma") ++transfers;
     if (e["cat"] == "semaphore") ++waits;
   }
-  CHECK(lanes == std::set<std::string>{"TensorE", "VectorE", "ScalarE", "GpSimdE", "SyncE",
-                                       "DMA qSyncIn", "DMA qSyncOut"});
+  CHECK(lanes == std::set<std::string>{"Kernels", "TensorE", "VectorE", "ScalarE", "GpSimdE",
+                                       "SyncE", "DMA qSyncIn", "DMA qSyncOut"});
   uint64_t counted = 0;
   for (const char* e : {"tensor", "vector", "scalar", "gpsimd", "sync"}) {
     counted += stats["summary"][std::string(e) + "_engine_instruction_count"].get<uint64_t>();

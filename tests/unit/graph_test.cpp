@@ -1,0 +1,176 @@
+// Graph workloads without simulation: parsing and its errors, the fusion pass, the reference,
+// and .npy files.
+#include <catch2/catch.hpp>
+#include <string>
+
+#include "../support/graphs.hpp"
+#include "isa/arch.hpp"
+#include "workloads/graph.hpp"
+#include "workloads/graph_lowering.hpp"
+#include "workloads/npy.hpp"
+
+using Catch::Matchers::Contains;
+using namespace trnsim;
+using namespace trnsim::workloads;
+using namespace trnsim_test;
+
+namespace {
+
+std::string error_of(const std::string& text) {
+  try {
+    const Workload w = parse(text);
+    lower(w, isa::trn2(), false);
+  } catch (const WorkloadError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+std::string one_op(const std::string& op, const std::string& inputs = R"("x": {"shape": [4, 8]})") {
+  return graph_json("eager", inputs, op);
+}
+
+size_t kernels_of(const std::string& text) {
+  const Workload w = parse(text);
+  return plan_graph(*w.graph, w.file).kernels.size();
+}
+
+}  // namespace
+
+TEST_CASE("a graph workload parses with its inferred shapes") {
+  const Workload w = parse(rmsnorm_graph("eager", 256, 512));
+  REQUIRE(w.graph);
+  CHECK(w.kernel == "graph");
+  CHECK(w.variant == "eager");
+  CHECK(w.graph->ops.size() == 6);
+  CHECK(w.graph->find("ms")->shape == std::vector<int64_t>{256, 1});
+  CHECK(w.graph->find("y")->shape == std::vector<int64_t>{256, 512});
+  CHECK(w.graph->outputs == std::vector<std::string>{"y"});
+}
+
+TEST_CASE("graph errors name the op and field, and suggest names") {
+  CHECK_THAT(error_of(one_op(R"({"op": "expp", "args": ["x"], "out": "y"})")),
+             Contains("/ops/0/op") && Contains("did you mean \"exp\""));
+  CHECK_THAT(error_of(one_op(R"({"op": "exp", "args": ["z"], "out": "y"})")),
+             Contains("/ops/0/args/0") && Contains("no tensor \"z\""));
+  CHECK_THAT(error_of(one_op(R"({"op": "sum", "args": ["x"], "dim": 0, "out": "y"})")),
+             Contains("/ops/0/dim") && Contains("only the last dimension"));
+  CHECK_THAT(error_of(one_op(R"({"op": "sum", "args": ["x"], "out": "y"})")),
+             Contains("/ops/0/dim") && Contains("missing"));
+  CHECK_THAT(error_of(one_op(R"({"op": "add", "args": ["x", "w"], "out": "y"})",
+                             R"("x": {"shape": [4, 8]}, "w": {"shape": [3]})")),
+             Contains("/ops/0/args") && Contains("do not broadcast"));
+  CHECK_THAT(error_of(one_op(R"({"op": "pow", "args": ["x", "x"], "out": "y"})")),
+             Contains("/ops/0/args/1"));
+  CHECK_THAT(error_of(one_op(R"({"op": "exp", "args": ["x"], "out": "x"})")),
+             Contains("/ops/0/out") && Contains("already defined"));
+  CHECK_THAT(error_of(one_op(R"({"op": "exp", "args": ["x"], "out": "y", "dimm": 1})")),
+             Contains("/ops/0/dimm"));
+  CHECK_THAT(error_of(one_op(R"({"op": "matmul", "args": ["x", "x"], "out": "y"})")),
+             Contains("matmul takes [M, K] and [K, N]"));
+  CHECK_THAT(error_of(R"({"mode": "lazy", "inputs": {"x": {"shape": [2]}}, "ops": []})"),
+             Contains("/mode"));
+  CHECK_THAT(
+      error_of(
+          R"({"inputs": {"x": {"shape": [2, 0]}}, "ops": [{"op": "exp", "args": ["x"], "out": "y"}]})"),
+      Contains("/inputs/x/shape/1"));
+  CHECK_THAT(
+      error_of(
+          R"({"inputs": {"x": {"shape": [2], "dtype": "int8"}}, "ops": [{"op": "exp", "args": ["x"], "out": "y"}]})"),
+      Contains("/inputs/x/dtype"));
+  // A broadcast along the rows fits no row kernel.
+  CHECK_THAT(error_of(one_op(R"({"op": "add", "args": ["x", "w"], "out": "y"})",
+                             R"("x": {"shape": [4, 2, 8]}, "w": {"shape": [2, 1]})")),
+             Contains("/ops/0") && Contains("not supported"));
+}
+
+TEST_CASE("eager mode makes one kernel per op") {
+  CHECK(kernels_of(rmsnorm_graph("eager", 256, 512)) == 6);
+  CHECK(kernels_of(layernorm_graph("eager", 256, 512)) == 9);
+}
+
+TEST_CASE("the fusion pass fuses the decomposed RMSNorm into one kernel") {
+  const Workload w = parse(rmsnorm_graph("compile", 2048, 4096));
+  const GraphPlan plan = plan_graph(*w.graph, w.file);
+  REQUIRE(plan.kernels.size() == 1);
+  CHECK(plan.kernels[0].ops.size() == 6);
+  // Nothing between the ops goes through HBM: only x, gamma and y are tensors there.
+  const LoweredKernel k = lower(w, isa::trn2(), false);
+  CHECK(k.program.dram_tensors.size() == 3);
+  CHECK(k.program.kernel_count() == 1);
+}
+
+TEST_CASE("the fusion pass fuses decomposed LayerNorm, softmax and GELU with no pattern for them") {
+  CHECK(kernels_of(layernorm_graph("compile", 256, 512)) == 1);
+  CHECK(kernels_of(softmax_graph("compile", 256, 512)) == 1);
+  // matmul, the GELU's eight elementwise ops, matmul.
+  CHECK(kernels_of(mlp_graph("compile", 128, 256, 512)) == 3);
+  CHECK(kernels_of(mlp_graph("eager", 128, 256, 512)) == 10);
+}
+
+TEST_CASE("eager kernels pass every intermediate through HBM") {
+  const LoweredKernel k = lower(parse(rmsnorm_graph("eager", 256, 512)), isa::trn2(), false);
+  CHECK(k.program.dram_tensors.size() == 2 + 6);
+  CHECK(k.program.kernel_count() == 6);
+  REQUIRE(k.program.host_ops.size() == 6);
+  CHECK(k.program.host_ops[0].name == "aten::pow");
+}
+
+TEST_CASE("compile mode sums squares in the activation that squares them") {
+  const LoweredKernel k = lower(parse(rmsnorm_graph("compile", 256, 512)), isa::trn2(), false);
+  size_t folded = 0, reductions = 0;
+  for (const auto& in : k.program.stream(isa::Engine::scalar)) {
+    if (in.opcode == isa::Opcode::activation && in.function == isa::ActivationFunction::square &&
+        in.accumulate.present()) {
+      ++folded;
+    }
+  }
+  for (const auto& in : k.program.stream(isa::Engine::vector)) {
+    reductions += in.opcode == isa::Opcode::tensor_reduce;
+  }
+  CHECK(folded == 2);  // one per 128-row tile
+  CHECK(reductions == 0);
+}
+
+TEST_CASE("compile mode chooses buffers that fit SBUF and overlap DMA with compute") {
+  isa::ArchConfig arch = isa::trn2();
+  const LoweredKernel k = lower(parse(rmsnorm_graph("compile", 2048, 4096)), arch, false);
+  CHECK(k.choices["kernels"][0]["bufs"] == 3);
+  // A small SBUF makes it choose fewer buffers, then fail with a clear message.
+  arch.sbuf_partition_bytes = 40 * 1024;
+  const LoweredKernel small = lower(parse(rmsnorm_graph("compile", 2048, 4096)), arch, false);
+  CHECK(small.choices["kernels"][0]["bufs"] == 1);
+  arch.sbuf_partition_bytes = 8 * 1024;
+  try {
+    lower(parse(rmsnorm_graph("compile", 2048, 4096)), arch, false);
+    FAIL("lowered into 8 KiB of SBUF");
+  } catch (const WorkloadError& e) {
+    CHECK_THAT(e.what(), Contains("/ops/0") && Contains("bytes per partition of SBUF"));
+  }
+}
+
+TEST_CASE("the graph reference follows the ops, rounding what goes through HBM") {
+  const Workload w = parse(graph_json("eager", R"("x": {"shape": [2, 3]})",
+                                      R"({"op": "mul", "args": ["x", 3], "out": "t"},
+                                         {"op": "sum", "args": ["t"], "dim": -1, "out": "y"})"));
+  const GraphValues v = evaluate_graph(*w.graph, {{1, 2, 3, 4, 5, 6.01f}}, {});
+  REQUIRE(v.find("y") != nullptr);
+  CHECK(v.find("y")->at(0) == Approx(18));
+  CHECK(v.find("y")->at(1) == Approx(45.03).epsilon(1e-6));
+  const GraphValues r = evaluate_graph(*w.graph, {{1, 2, 3, 4, 5, 6.01f}}, {"t"});
+  CHECK(r.find("t")->at(5) == isa::round_to(isa::DType::bf16, 18.03f));
+}
+
+TEST_CASE("npy files round-trip and bad ones are refused with a reason") {
+  const std::vector<float> v = {1.5f, -2.0f, 3.25f, 0.0f, 7.0f, 8.5f};
+  const std::string bytes = npy_bytes({2, 3}, v);
+  CHECK(bytes.size() % 64 == 24 % 64);  // 64-byte header, then 24 bytes of data
+  const NpyArray a = parse_npy(bytes);
+  CHECK(a.shape == std::vector<int64_t>{2, 3});
+  CHECK(a.values == v);
+  CHECK_THROWS_WITH(parse_npy("hello"), Contains("magic"));
+  std::string wrong = bytes;
+  wrong.replace(wrong.find("<f4"), 3, "<i4");
+  CHECK_THROWS_WITH(parse_npy(wrong), Contains("'<i4' is not supported"));
+  CHECK_THROWS_WITH(parse_npy(bytes.substr(0, bytes.size() - 4)), Contains("expected 24 bytes"));
+}
