@@ -115,16 +115,26 @@ Program synchronize(const std::vector<Instruction>& sequence, Program program,
     for (size_t k = 0; k < into.size(); ++k) into[k] = std::max(into[k], from[k]);
   };
 
+  std::vector<size_t> done(executors, 0);  // items of each executor before instruction i
   for (size_t i = 0; i < n; ++i) {
     const Instruction& in = sequence[i];
     const size_t engine = static_cast<size_t>(index_of(in.engine));
-    // The latest conflicting earlier instruction on each executor.
+    // The latest conflicting earlier instruction on each other executor, among those the
+    // engine does not already know have completed (earlier ones would add no wait): the scan
+    // stays short once engines synchronize, instead of going back to the program's start.
     std::vector<int64_t> need(executors, -1);
-    for (size_t j = i; j-- > 0;) {
-      if (need[exec[j]] >= 0) continue;
-      if (conflicts(fp[j], fp[i]) || conflicts(fp[i], fp[j]))
-        need[exec[j]] = static_cast<int64_t>(j);
+    for (size_t x = 0; x < executors; ++x) {
+      if (x == engine || x == exec[i]) continue;
+      const auto floor = static_cast<size_t>(std::max<int64_t>(known[engine][x], 0));
+      for (size_t p = done[x]; p-- > floor;) {
+        const size_t j = items[x][p];
+        if (conflicts(fp[j], fp[i]) || conflicts(fp[i], fp[j])) {
+          need[x] = static_cast<int64_t>(j);
+          break;
+        }
+      }
     }
+    ++done[exec[i]];
     // The issuing engine waits; its own stream and (for a DMA) its queue's order are implied,
     // and so is whatever the engine already knows.
     std::vector<std::pair<size_t, size_t>> candidates;  // (executor, position)

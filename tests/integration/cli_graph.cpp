@@ -23,8 +23,9 @@ struct Run {
   std::string out;
 };
 
-Run run_example(const std::string& name, const std::string& extra) {
-  const std::string dir = fresh_dir("graph_" + name);
+// `tag` keeps the scratch directories of test cases that ctest runs in parallel apart.
+Run run_example(const std::string& name, const std::string& extra, const std::string& tag) {
+  const std::string dir = fresh_dir("graph_" + tag + "_" + name);
   const Invocation r =
       trnsim_test::trnsim(example(name + ".json") + " --out " + dir + " " + extra, dir);
   INFO(r.err);
@@ -35,9 +36,9 @@ Run run_example(const std::string& name, const std::string& extra) {
 }  // namespace
 
 TEST_CASE("the three RMSNorm paths: eager slowest, compiled fastest, host and device reported") {
-  const Run eager = run_example("rmsnorm_eager", "--timing-only");
-  const Run fused = run_example("rmsnorm_fused", "--timing-only");
-  const Run compiled = run_example("rmsnorm_compiled", "--timing-only");
+  const Run eager = run_example("rmsnorm_eager", "--timing-only", "paths");
+  const Run fused = run_example("rmsnorm_fused", "--timing-only", "paths");
+  const Run compiled = run_example("rmsnorm_compiled", "--timing-only", "paths");
   const double te = eager.stats["summary"]["total_time"];
   const double tf = fused.stats["summary"]["total_time"];
   const double tc = compiled.stats["summary"]["total_time"];
@@ -60,7 +61,7 @@ TEST_CASE("the three RMSNorm paths: eager slowest, compiled fastest, host and de
 }
 
 TEST_CASE("a graph trace has host lanes, a kernel lane and a flow from each launch to its kernel") {
-  const Run eager = run_example("rmsnorm_eager", "--timing-only");
+  const Run eager = run_example("rmsnorm_eager", "--timing-only", "trace");
   std::set<std::string> lanes;
   size_t launches = 0, kernels = 0, flow_starts = 0, flow_ends = 0;
   for (const auto& e : eager.trace["traceEvents"]) {
