@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <array>
 #include <deque>
 
 #include "isa/assembly.hpp"
@@ -190,6 +191,9 @@ Program synchronize(const std::vector<Instruction>& sequence, Program program,
     }
   }
   for (auto& s : program.streams) s.clear();
+  std::array<size_t, kEngineCount> per_engine{};
+  for (const auto& in : sequence) ++per_engine[index_of(in.engine)];
+  for (Engine e : kAllEngines) program.stream(e).reserve(per_engine[index_of(e)]);
   for (size_t i = 0; i < n; ++i) {
     Instruction in = sequence[i];
     for (const auto& [x, p] : waits[i]) {
@@ -201,7 +205,7 @@ Program synchronize(const std::vector<Instruction>& sequence, Program program,
     if (signals[i] && exec[i] < static_cast<size_t>(kEngineCount)) {
       in.updates.push_back(SemaphoreUpdate{static_cast<uint16_t>(engine_sem[exec[i]])});
     }
-    program.stream(in.engine).push_back(in);
+    program.stream(in.engine).push_back(std::move(in));
   }
   (void)queues;
   return program;

@@ -134,6 +134,9 @@ int sc_main(int argc, char* argv[]) {
   app.add_option("--set", o.sets,
                  "override a hardware parameter, name=value (repeatable; "
                  "trnsim params lists them)");
+  app.add_flag("--perf", o.perf,
+               "also write perf.json: the simulator's own wall time per phase, peak memory and "
+               "events per second (bench/ reads it)");
   bool verbose = false;
   app.add_flag("-v,--verbose", verbose, "log what the simulator does");
   if (const int rc = parse(app, args); rc >= 0) return rc;

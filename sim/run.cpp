@@ -3,6 +3,9 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include <sys/resource.h>
+
+#include <chrono>
 #include <iostream>
 
 #include "isa/assembly.hpp"
@@ -67,14 +70,40 @@ int run(const RunOptions& o) {
   return r.exit_code;
 }
 
+namespace {
+
+// The simulator's own cost, for bench/: wall seconds since `from`, and the peak resident set.
+double seconds_since(std::chrono::steady_clock::time_point from) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - from).count();
+}
+uint64_t peak_rss_bytes() {
+  rusage u{};
+  getrusage(RUSAGE_SELF, &u);
+  return static_cast<uint64_t>(u.ru_maxrss) * 1024;  // Linux reports KiB
+}
+
+// Counts what the simulation processed: records of instructions, transfers and kernels.
+class EventCounter : public models::EventSink {
+ public:
+  void on_instruction(const models::InstructionRecord&) override { ++instructions; }
+  void on_transfer(const models::TransferRecord&) override { ++transfers; }
+  void on_kernel(const models::KernelRecord&) override { ++other; }
+  void on_host(const models::HostRecord&) override { ++other; }
+  uint64_t instructions = 0, transfers = 0, other = 0;
+};
+
+}  // namespace
+
 RunOutcome execute(const RunOptions& o) {
   RunOutcome out;
   out.exit_code = kBadInput;
+  const auto t0 = std::chrono::steady_clock::now();
   try {
     const LoadedWorkload in = load_workload_file(o.workload, o.arch, o.sets, !o.timing_only);
     const workloads::Workload& w = in.workload;
     const workloads::LoweredKernel& k = in.kernel;
     const isa::ArchConfig& arch = in.arch;
+    const double load_seconds = seconds_since(t0);
     try {
       isa::validate(k.program, arch);
     } catch (const isa::ValidationError& e) {
@@ -103,8 +132,11 @@ RunOutcome execute(const RunOptions& o) {
     StatsCollector stats(k.program, arch, w.cores);
     TraceWriter trace(o.out + "/trace.json", k.program, arch, w.cores);
     ProfileCollector profile(k.program, arch);
-    Fanout sink({&stats, &profile, &trace});
+    EventCounter counter;
+    Fanout sink({&stats, &profile, &trace, &counter});
+    const auto t_sim = std::chrono::steady_clock::now();
     const models::SimulationResult result = models::simulate(k.program, arch, memory_ptrs, sink);
+    const double sim_seconds = seconds_since(t_sim);
     if (!result.completed) {
       spdlog::error("{}: the program deadlocked at {:.3f} us; engines still waiting: {}",
                     o.workload, result.end_time.us(), one_line(result.deadlock));
@@ -136,6 +168,27 @@ RunOutcome execute(const RunOptions& o) {
         report.npy_files.push_back(t.name + ".npy");
       }
     }
+    std::unique_ptr<OutputFile> perf;
+    if (o.perf) {
+      perf = std::make_unique<OutputFile>(o.out + "/perf.json");
+      const uint64_t events = counter.instructions + counter.transfers + counter.other;
+      const nlohmann::json p = {
+          {"workload", w.name},
+          {"mode", o.timing_only ? "timing-only" : "full"},
+          {"simulated_instructions", counter.instructions},
+          {"simulated_transfers", counter.transfers},
+          {"events", events},
+          {"simulated_time_ns", result.end_time.ns()},
+          {"wall_seconds_load_and_lower", load_seconds},
+          {"wall_seconds_simulate", sim_seconds},
+          {"wall_seconds_total", seconds_since(t0)},
+          {"instructions_per_second", sim_seconds > 0 ? counter.instructions / sim_seconds : 0.0},
+          {"events_per_second", sim_seconds > 0 ? events / sim_seconds : 0.0},
+          {"simulated_ns_per_second", sim_seconds > 0 ? result.end_time.ns() / sim_seconds : 0.0},
+          {"peak_rss_bytes", peak_rss_bytes()}};
+      perf->write(p.dump(2) + "\n");
+      perf->close();
+    }
     // All complete on disk before any takes its name: a full disk leaves none.
     trace.close();
     stats_file.close();
@@ -143,6 +196,7 @@ RunOutcome execute(const RunOptions& o) {
     trace.commit();
     stats_file.commit();
     for (auto& a : arrays) a->commit();
+    if (perf) perf->commit();
     out.summary = summary_text(report);
     out.exit_code =
         report.check.status == workloads::CheckResult::Status::fail ? kCheckFailed : kSuccess;

@@ -15,6 +15,7 @@ struct RunOptions {
   std::string out = "trnsim-out";
   bool timing_only = false;
   std::vector<std::string> sets;  // "name=value" arch overrides (trnsim params lists them)
+  bool perf = false;              // write perf.json (wall times, peak memory; not deterministic)
 };
 
 struct RunOutcome {
