@@ -513,8 +513,41 @@ struct Broadcaster {
       in_strides[o] = in[d] == 1 ? 0 : stride;
       stride *= in[d];
     }
+    if (in.size() == out.size()) classify(in);
+  }
+  // The common cases without a division per dimension: the same shape, one value, one row
+  // ([H]) or one value per row ([..., 1]).
+  enum class Kind { same, one, last, rows, general } kind = Kind::general;
+  int64_t last_dim = 1;
+  void classify(const std::vector<int64_t>& in) {
+    last_dim = out_shape.back();
+    uint64_t n_in = 1, n_out = 1;
+    for (int64_t d : in) n_in *= static_cast<uint64_t>(d);
+    for (int64_t d : out_shape) n_out *= static_cast<uint64_t>(d);
+    if (n_in == n_out) {
+      kind = Kind::same;
+    } else if (n_in == 1) {
+      kind = Kind::one;
+    } else if (n_in == static_cast<uint64_t>(last_dim) && in.back() == last_dim) {
+      kind = Kind::last;
+    } else if (in.back() == 1 && n_in * static_cast<uint64_t>(last_dim) == n_out &&
+               std::equal(in.rbegin() + 1, in.rend(), out_shape.rbegin() + 1)) {
+      kind = Kind::rows;
+    }
   }
   int64_t index(uint64_t flat) const {
+    switch (kind) {
+      case Kind::same:
+        return static_cast<int64_t>(flat);
+      case Kind::one:
+        return 0;
+      case Kind::last:
+        return static_cast<int64_t>(flat % last_dim);
+      case Kind::rows:
+        return static_cast<int64_t>(flat / last_dim);
+      case Kind::general:
+        break;
+    }
     int64_t idx = 0;
     for (size_t k = out_shape.size(); k-- > 0;) {
       const int64_t c = static_cast<int64_t>(flat % out_shape[k]);
