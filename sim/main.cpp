@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "sim/check.hpp"
+#include "sim/explain.hpp"
 #include "sim/run.hpp"
 #include "sim/tools.hpp"
 
@@ -109,7 +110,18 @@ int sc_main(int argc, char* argv[]) {
     if (const int rc = parse(app, args); rc >= 0) return rc;
     return trnsim::sim::list_params(arch, sets);
   }
-  for (const char* later : {"sweep", "report", "compare", "explain"}) {
+  if (command == "explain") {
+    args.erase(args.begin() + 1);
+    CLI::App app{"Diagnose a finished run: the critical path, what bounds it, and what to change",
+                 "trnsim explain"};
+    trnsim::sim::ExplainOptions o;
+    app.add_option("dir", o.dir, "the --out directory of a run (stats.json, trace.json)")
+        ->required();
+    app.add_flag("--json", o.json, "print the findings as JSON");
+    if (const int rc = parse(app, args); rc >= 0) return rc;
+    return trnsim::sim::explain(o);
+  }
+  for (const char* later : {"sweep", "report", "compare"}) {
     if (command == later) {
       spdlog::error("'trnsim {}' is not available in this version", command);
       std::fputs(kUsage, stderr);

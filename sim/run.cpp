@@ -12,6 +12,7 @@
 #include "isa/synchronize.hpp"
 #include "isa/validate.hpp"
 #include "models/neuroncore/simulate.hpp"
+#include "sim/explain.hpp"
 #include "sim/input.hpp"
 #include "sim/output_file.hpp"
 #include "sim/profile.hpp"
@@ -198,6 +199,11 @@ RunOutcome execute(const RunOptions& o) {
     for (auto& a : arrays) a->commit();
     if (perf) perf->commit();
     out.summary = summary_text(report);
+    const std::vector<Finding> findings = diagnose(out.stats);
+    if (!findings.empty()) {
+      out.summary += fmt::format("diagnosis (trnsim explain {} for the critical path):\n{}", o.out,
+                                 findings_text(findings, 2));
+    }
     out.exit_code =
         report.check.status == workloads::CheckResult::Status::fail ? kCheckFailed : kSuccess;
     return out;

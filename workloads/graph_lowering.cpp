@@ -881,7 +881,20 @@ LoweredKernel lower_graph(const Workload& w, const isa::ArchConfig& arch, bool f
                                        {static_cast<uint32_t>(k)}});
     }
   }
-  out.choices = {{"mode", g.mode}, {"kernels", kernels}};
+  // Tensors one kernel stores to HBM and another reads back (eager's round trips).
+  uint64_t intermediate_bytes = 0;
+  nlohmann::json intermediates = nlohmann::json::array();
+  for (const GraphOp& op : g.ops) {
+    if (materialized.count(op.out.name) &&
+        std::find(g.outputs.begin(), g.outputs.end(), op.out.name) == g.outputs.end()) {
+      intermediates.push_back(op.out.name);
+      intermediate_bytes += op.out.elements() * isa::size_of(op.out.dtype);
+    }
+  }
+  out.choices = {{"mode", g.mode},
+                 {"kernels", kernels},
+                 {"hbm_intermediates", intermediates},
+                 {"hbm_intermediate_bytes", intermediate_bytes}};
   for (const GraphOp& op : g.ops) out.model_flops += op_flops(g, op);
   const DType dt = g.find(g.outputs.front())->dtype;
   out.tolerance = dt == DType::fp32   ? Tolerance{1e-4, 1e-3}
