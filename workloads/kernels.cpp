@@ -1,5 +1,6 @@
 #include "workloads/kernels.hpp"
 
+#include "workloads/engine_stream.hpp"
 #include "workloads/rmsnorm.hpp"
 
 namespace trnsim::workloads {
@@ -7,6 +8,12 @@ namespace trnsim::workloads {
 const std::vector<KernelEntry>& kernel_table() {
   static const std::vector<KernelEntry> table = {
       {"rmsnorm", {"variant", "eps"}, 2, "[rows, hidden]", true, lower_rmsnorm_fused},
+      {"engine_stream",
+       {"engine", "instructions"},
+       2,
+       "[partitions, elements]",
+       true,
+       lower_engine_stream},
   };
   return table;
 }
