@@ -195,6 +195,7 @@ SimulationResult simulate(const isa::Program& program, const isa::ArchConfig& ar
                      (host == nullptr || host->finished());
   result.cores = cores;
   result.hbm = memory_system.hbm().counters();
+  result.memory_system_events = memory_system.events_processed();
   result.hbm_stacks = memory_system.hbm().stacks();
   result.hbm_stack_peak_bytes_per_ns = memory_system.hbm().stack_peak_bytes_per_ns();
   for (uint32_t c = 0; c < cores; ++c) {
