@@ -1,5 +1,7 @@
 #include "workloads/kernels.hpp"
 
+#include "workloads/matmul.hpp"
+#include "workloads/mlp.hpp"
 #include "workloads/rmsnorm.hpp"
 
 namespace trnsim::workloads {
@@ -7,6 +9,8 @@ namespace trnsim::workloads {
 const std::vector<KernelEntry>& kernel_table() {
   static const std::vector<KernelEntry> table = {
       {"rmsnorm", {"variant", "eps"}, 2, "[rows, hidden]", true, lower_rmsnorm_fused},
+      {"matmul", {"strategy", "a_layout"}, 3, "[M, K, N]", true, lower_matmul},
+      {"mlp", {"activation"}, 3, "[M, D, F]", true, lower_mlp},
   };
   return table;
 }
