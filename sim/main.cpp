@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "sim/check.hpp"
+#include "sim/compare.hpp"
 #include "sim/explain.hpp"
 #include "sim/run.hpp"
 #include "sim/tools.hpp"
@@ -121,7 +122,19 @@ int sc_main(int argc, char* argv[]) {
     if (const int rc = parse(app, args); rc >= 0) return rc;
     return trnsim::sim::explain(o);
   }
-  for (const char* later : {"sweep", "report", "compare"}) {
+  if (command == "compare") {
+    args.erase(args.begin() + 1);
+    CLI::App app{"Several finished runs side by side, with each one's top finding",
+                 "trnsim compare"};
+    trnsim::sim::CompareOptions o;
+    app.add_option("dirs", o.dirs, "the --out directories of two or more runs")
+        ->required()
+        ->expected(1, -1);
+    app.add_flag("--json", o.json, "print the comparison as JSON");
+    if (const int rc = parse(app, args); rc >= 0) return rc;
+    return trnsim::sim::compare(o);
+  }
+  for (const char* later : {"sweep", "report"}) {
     if (command == later) {
       spdlog::error("'trnsim {}' is not available in this version", command);
       std::fputs(kUsage, stderr);
