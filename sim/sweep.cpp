@@ -212,7 +212,17 @@ SweepSpec parse_sweep(const std::string& file) {
 
   // The base arch: a preset name or an arch file relative to the sweep file.
   s.arch = doc.contains("arch") ? string_of("arch") : "trn2";
-  s.arch_arg = isa::find_preset_spec(s.arch) != nullptr ? s.arch : resolve(s.arch, file);
+  s.arch_arg = s.arch;
+  if (isa::find_preset_spec(s.arch) == nullptr) {
+    // A file (relative to the sweep file) if it looks like one; else an unknown preset's name,
+    // which load_arch_spec refuses with the nearest preset.
+    const std::string path = resolve(s.arch, file);
+    std::error_code ec;
+    if (s.arch.find('/') != std::string::npos || fs::path(s.arch).extension() == ".json" ||
+        fs::exists(path, ec)) {
+      s.arch_arg = path;
+    }
+  }
   try {
     s.base = load_arch_spec(s.arch_arg, {});
   } catch (const InputError& e) {
@@ -296,9 +306,9 @@ SweepSpec parse_sweep(const std::string& file) {
           a.values.resize(length);
         } else if (vs.size() != length) {
           fail(file, where,
-               fmt::format("{} values, but {} has {}: zipped lists go together, one value of "
-                           "each per point",
-                           vs.size(), first, length));
+               fmt::format("{} value{}, but {} has {}: zipped lists go together, one value "
+                           "of each per point",
+                           vs.size(), vs.size() == 1 ? "" : "s", first, length));
         }
         a.params.push_back(item.key());
         for (size_t i = 0; i < length; ++i) a.values[i].push_back(vs[i]);
@@ -464,6 +474,13 @@ std::string read_text(const std::string& path) {
     return read_input_file(path);
   } catch (const std::exception&) {
     return {};
+  }
+}
+
+void replace_all(std::string& text, const std::string& from, const std::string& to) {
+  if (from.empty()) return;
+  for (size_t at = text.find(from); at != std::string::npos; at = text.find(from, at + to.size())) {
+    text.replace(at, from.size(), to);
   }
 }
 
@@ -754,6 +771,9 @@ std::map<size_t, json> run_points(const SweepSpec& s, const std::vector<Point>& 
       }
     }
     if (code != 0 && code != 1 && error.empty()) error = fmt::format("exit code {}", code);
+    // Paths as the sweep file wrote them, so that results do not depend on where it lies.
+    replace_all(error, s.workload_paths[p.workload], s.workloads[p.workload]);
+    if (s.arch_arg != s.arch) replace_all(error, s.arch_arg, s.arch);
     const json row = make_row(s, p, code, error, stats);
     write_file(f.result, json{{"point", p.definition}, {"row", row}}.dump(2) + "\n");
     rows[i] = row;
@@ -920,7 +940,13 @@ std::string metric_label(const std::string& m) {
 
 // Writes plot.dat and plot.gp and runs gnuplot for plot.svg; returns what to tell the user.
 std::string plot(const SweepSpec& s, const std::vector<json>& rows, const std::string& out_dir) {
-  const size_t xi = std::find(s.varied.begin(), s.varied.end(), s.plot.x) - s.varied.begin();
+  // The parameters that move with x (x's own axis: itself, or its zip group).
+  std::set<std::string> with_x;
+  for (const Axis& a : s.axes) {
+    if (std::find(a.params.begin(), a.params.end(), s.plot.x) != a.params.end()) {
+      with_x.insert(a.params.begin(), a.params.end());
+    }
+  }
   // One series per workload and values of the other varied parameters, in first-seen order.
   std::vector<std::string> titles;
   std::map<std::string, std::vector<std::pair<double, double>>> series;
@@ -931,7 +957,7 @@ std::string plot(const SweepSpec& s, const std::vector<json>& rows, const std::s
     const double x = xv.is_boolean() ? (xv.get<bool>() ? 1 : 0) : xv.get<double>();
     std::string title = fs::path(r["workload"].get<std::string>()).stem().string();
     for (size_t k = 0; k < s.varied.size(); ++k) {
-      if (k == xi) continue;
+      if (with_x.count(s.varied[k])) continue;
       title += fmt::format(" {}={}", s.varied[k], json_text(r["parameters"][s.varied[k]]));
     }
     if (!series.count(title)) titles.push_back(title);
@@ -985,16 +1011,19 @@ std::string plot(const SweepSpec& s, const std::vector<json>& rows, const std::s
   if (pid == 0) {
     if (::chdir(out_dir.c_str()) != 0) ::_exit(126);
     const int null = ::open("/dev/null", O_RDWR);
+    const int log = ::open("plot.log", O_WRONLY | O_CREAT | O_TRUNC, 0644);
     if (null >= 0) {
       ::dup2(null, 0);
       ::dup2(null, 1);
     }
+    if (log >= 0) ::dup2(log, 2);
     ::execl(gnuplot.c_str(), "gnuplot", "plot.gp", static_cast<char*>(nullptr));
     ::_exit(127);
   }
   int status = 0;
   if (pid < 0 || ::waitpid(pid, &status, 0) < 0 || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-    return fmt::format("plot: gnuplot failed on {}/plot.gp; no plot.svg", out_dir);
+    return fmt::format("plot: gnuplot failed on {0}/plot.gp (see {0}/plot.log); no plot.svg",
+                       out_dir);
   }
   return fmt::format("plot: {}/plot.svg", out_dir);
 }
