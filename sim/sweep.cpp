@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <spdlog/spdlog.h>
 #include <sys/stat.h>
+#include <sys/types.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -10,6 +11,7 @@
 #include <cerrno>
 #include <chrono>
 #include <cmath>
+#include <csignal>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
@@ -429,6 +431,10 @@ std::vector<Point> expand(const SweepSpec& s, bool timing_only) {
     for (Point& p : block) points.push_back(std::move(p));
   }
 
+  std::vector<std::string> workload_hashes;
+  for (const std::string& path : s.workload_paths) {
+    workload_hashes.push_back(fmt::format("{:016x}", fnv1a(read_input_file(path))));
+  }
   // Every point's full --set list, checked as the run will check it.
   for (size_t i = 0; i < points.size(); ++i) {
     Point& p = points[i];
@@ -448,7 +454,7 @@ std::vector<Point> expand(const SweepSpec& s, bool timing_only) {
     for (const auto& t : table) params[std::string(t.name)] = isa::parameter_value_text(t, arch.config);
     p.definition = {{"trnsim_version", kVersion},
                     {"workload", s.workload_paths[p.workload]},
-                    {"workload_fnv1a", fmt::format("{:016x}", fnv1a(read_input_file(s.workload_paths[p.workload])))},
+                    {"workload_fnv1a", workload_hashes[p.workload]},
                     {"arch", s.arch_arg},
                     {"sets", p.sets},
                     {"timing_only", timing_only},
@@ -667,6 +673,29 @@ class Progress {
   std::chrono::steady_clock::time_point start_;
 };
 
+// The running points' process ids, for the signal handler: an interrupted sweep (Ctrl-C, a
+// batch system's SIGTERM, mpirun forwarding one to its ranks) stops its points too, so that
+// none runs on unattended; --resume redoes them.
+constexpr int kMaxJobs = 4096;
+volatile pid_t g_children[kMaxJobs] = {};
+
+extern "C" void forward_signal(int sig) {
+  for (int i = 0; i < kMaxJobs; ++i) {
+    if (g_children[i] > 0) ::kill(g_children[i], sig);
+  }
+  ::signal(sig, SIG_DFL);
+  ::raise(sig);
+}
+
+void track(pid_t pid, bool running) {
+  for (int i = 0; i < kMaxJobs; ++i) {
+    if (running ? g_children[i] == 0 : g_children[i] == pid) {
+      g_children[i] = running ? pid : 0;
+      return;
+    }
+  }
+}
+
 std::string label_of(const SweepSpec& s, const Point& p) {
   std::string l = fs::path(s.workloads[p.workload]).filename().string();
   for (size_t k = 0; k < s.varied.size(); ++k) l += fmt::format(" {}={}", s.varied[k], p.values[k]);
@@ -696,6 +725,7 @@ std::map<size_t, json> run_points(const SweepSpec& s, const std::vector<Point>& 
   if (reused) progress.reused(reused);
 
   const std::string exe = self_executable();
+  for (int sig : {SIGINT, SIGTERM, SIGHUP}) ::signal(sig, forward_signal);
   std::map<pid_t, size_t> running;
   size_t next = 0;
   auto start = [&](size_t i) {
@@ -733,6 +763,7 @@ std::map<size_t, json> run_points(const SweepSpec& s, const std::vector<Point>& 
       ::_exit(127);
     }
     running[pid] = i;
+    track(pid, true);
     progress.started();
   };
   while (next < todo.size() || !running.empty()) {
@@ -747,6 +778,7 @@ std::map<size_t, json> run_points(const SweepSpec& s, const std::vector<Point>& 
     if (it == running.end()) continue;
     const size_t i = it->second;
     running.erase(it);
+    track(pid, false);
     const Point& p = points[i];
     const PointFiles f = files_of(out_dir, p);
     int code = 2;
@@ -1055,7 +1087,9 @@ int sweep(const SweepOptions& o, SweepComm& comm) {
   bool timing_only = true;
   std::string error;
   try {
-    if (o.jobs < 1) throw InputError(fmt::format("-j {}: expected at least 1", o.jobs));
+    if (o.jobs < 1 || o.jobs > kMaxJobs) {
+      throw InputError(fmt::format("-j {}: expected 1 to {}", o.jobs, kMaxJobs));
+    }
     spec = parse_sweep(o.file);
     timing_only = o.full ? false : spec.timing_only;
     points = expand(spec, timing_only);
