@@ -139,7 +139,9 @@ int sc_main(int argc, char* argv[]) {
     app.add_flag("--resume", o.resume,
                  "reuse the points an earlier run of the same sweep finished in --out");
     app.add_flag("--full", o.full,
-                 "run the functional model and its check in every point (default: timing only)");
+                 "run the functional model and its check in every point (default: the file's "
+                 "timing_only, true unless it says false)");
+    app.add_flag("--timing-only", o.timing_only, "timing only in every point, whatever the file says");
     app.footer(TRNSIM_HAVE_MPI_TEXT);
     if (const int rc = parse(app, args); rc >= 0) return rc;
     std::unique_ptr<trnsim::sim::SweepComm> comm = trnsim::sim::mpi_comm();

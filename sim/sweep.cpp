@@ -1091,7 +1091,8 @@ int sweep(const SweepOptions& o, SweepComm& comm) {
       throw InputError(fmt::format("-j {}: expected 1 to {}", o.jobs, kMaxJobs));
     }
     spec = parse_sweep(o.file);
-    timing_only = o.full ? false : spec.timing_only;
+    if (o.full && o.timing_only) throw InputError("--full and --timing-only: expected one of them");
+    timing_only = o.full ? false : o.timing_only ? true : spec.timing_only;
     points = expand(spec, timing_only);
     if (out_dir.empty()) out_dir = "trnsim-sweep/" + stem_of(o.file);
     if (rank == 0) {

@@ -16,7 +16,9 @@ struct SweepOptions {
   int jobs = 1;
   std::string out;  // empty: trnsim-sweep/<the sweep file's name without .json>
   bool resume = false;
-  bool full = false;  // run the functional model too (the file's timing_only is then ignored)
+  // The points' mode: the sweep file's "timing_only" (default true), unless one of these is set.
+  bool full = false;         // run the functional model and its check too
+  bool timing_only = false;  // timing only, whatever the file says
 };
 
 // How points are spread over processes: one (rank 0 of 1), or MPI ranks (sim/sweep_mpi.cpp).

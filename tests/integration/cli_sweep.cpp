@@ -226,6 +226,9 @@ TEST_CASE("sweep: without gnuplot it says so, skips the plot and still succeeds"
 TEST_CASE("sweep: bad options exit 2") {
   const std::string dir = sweep_dir("sweep_options");
   CHECK(trnsim("sweep " + dir + "/s.json -j 0 --out " + dir + "/o", dir).exit_code == 2);
+  CHECK(trnsim("sweep " + dir + "/s.json --full --timing-only --out " + dir + "/o", dir).exit_code ==
+        2);
+  CHECK_FALSE(std::filesystem::exists(dir + "/o"));
   CHECK(trnsim("sweep", dir).exit_code == 2);
   CHECK(trnsim("sweep " + dir + "/nope.json", dir).err.find("nope.json") != std::string::npos);
 }
@@ -301,4 +304,18 @@ TEST_CASE("arch file: errors name the file, the key and the expectation, exit 2"
   CHECK(r.err.find("trn1, trn2, trn3") != std::string::npos);
   CHECK(trnsim("params --arch " + dir + "/absent.json", dir).err.find("absent.json") !=
         std::string::npos);
+}
+
+TEST_CASE("sweep: --full runs the functional model and its check in every point") {
+  const std::string dir = sweep_dir(
+      "sweep_full", R"({"workloads": "w.json", "grid": {"clock.vector_mhz": [480, 960]}})");
+  const Invocation r = trnsim("sweep " + dir + "/s.json --full --out " + dir + "/o", dir);
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  for (const char* p : {"p000", "p001"}) {
+    const auto stats = read_json(dir + "/o/points/" + p + "/stats.json");
+    CHECK(stats["mode"] == "full");
+    CHECK(stats["check"]["status"] == "pass");
+  }
+  CHECK(read_json(dir + "/o/results.json")["timing_only"] == false);
 }
