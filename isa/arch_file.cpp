@@ -90,6 +90,7 @@ ArchSpec parse_document(const std::string& text, const std::string& file, bool a
     }
     spec = *b;
     spec.base = base;
+    spec.description.clear();  // the preset's own words are not the file's
     spec.notes.clear();
   } else if (doc.contains("base")) {
     fail(file, "/base", "expected a preset name, got \"\"");
