@@ -17,8 +17,10 @@ namespace {
 using K = Parameter::Kind;
 constexpr double kBig = 1e15;
 
-// One entry per field; `path` is the member path inside ArchConfig. The sources of the preset
-// values are in isa/arch.cpp and docs/architecture.md.
+// One entry per field; `path` is the member path inside ArchConfig. The preset values, with
+// their units and sources, are in arch/trn1.json, trn2.json and trn3.json: a new parameter
+// needs an entry here, a field in ArchConfig and an entry in each of those files (until it
+// has one, the presets refuse to load, naming it, and the unit tests fail).
 #define TRNSIM_PARAM(name, path, kind, lo, hi, unit, desc)                                       \
   Parameter {                                                                                    \
     name, kind, lo, hi, unit, desc, [](const ArchConfig& a) { return double(a.path); },          \
