@@ -64,8 +64,8 @@ Instruction make(Opcode op, Engine e, std::string label) {
 }
 }  // namespace
 
-TileOps::TileOps(EngineStreams& streams, const isa::ArchConfig& arch, DType dtype)
-    : streams_(streams), arch_(arch), dt_(dtype), es_(isa::size_of(dtype)) {}
+TileOps::TileOps(EngineStreams& streams, const isa::ArchConfig& /*arch*/, DType dtype)
+    : streams_(streams), dt_(dtype), es_(isa::size_of(dtype)) {}
 
 Completion TileOps::load(uint16_t queue, const HbmMatrix& m, int64_t r0, int64_t rows, int64_t c0,
                          int64_t cols, uint32_t tile_rows, uint64_t offset, int64_t row_stride,

@@ -125,7 +125,6 @@ class TileOps {
 
  private:
   EngineStreams& streams_;
-  const isa::ArchConfig& arch_;
   isa::DType dt_;
   uint64_t es_;
   uint64_t loaded_ = 0;
