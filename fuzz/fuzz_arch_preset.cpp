@@ -1,15 +1,31 @@
-// The arch preset name parser (--arch NAME, a program's `.arch NAME`): any bytes give a preset
-// or nothing, and a preset found is one of the names preset_names() lists.
+// The arch names and files (--arch NAME|FILE, a program's `.arch NAME`, arch/*.json):
+// - as a name, any bytes give a preset or nothing, and a preset found is one of the names
+//   preset_names() lists;
+// - as an arch file, any bytes give an ArchSpec or an ArchFileError (never another exception,
+//   a crash or a hang), and an ArchSpec printed by arch_document reads back to the same values
+//   and sources.
 #include <cstdlib>
 
 #include "fuzz/fuzz_support.hpp"
 #include "isa/arch.hpp"
+#include "isa/arch_file.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  const std::string name = trnsim_fuzz::text_of(data, size);
-  const auto a = trnsim::isa::preset(name);
-  if (a && (a->name != name || trnsim::isa::preset_names().find(name) == std::string::npos)) {
+  const std::string text = trnsim_fuzz::text_of(data, size);
+  const auto a = trnsim::isa::preset(text);
+  if (a && (a->name != text || trnsim::isa::preset_names().find(text) == std::string::npos)) {
     std::abort();
   }
+  trnsim::isa::ArchSpec spec;
+  try {
+    spec = trnsim::isa::parse_arch_document(text, "fuzz.json");
+  } catch (const trnsim::isa::ArchFileError&) {
+    return 0;
+  }
+  const auto back = trnsim::isa::parse_arch_document(trnsim::isa::arch_document(spec), "back.json");
+  for (const auto& p : trnsim::isa::parameters()) {
+    if (p.get(back.config) != p.get(spec.config)) std::abort();
+  }
+  if (back.sources != spec.sources || back.config.name != spec.config.name) std::abort();
   return 0;
 }

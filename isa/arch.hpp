@@ -1,7 +1,9 @@
-// ArchConfig: every hardware parameter the model reads, with the presets built from the public
-// Neuron documentation. Source keys (A1, A2, D2, I1, X1, ...) refer to
-// ../shared/reference/trainium.md; "assumption" marks a value no public page gives (see
-// docs/architecture.md, "Assumptions").
+// ArchConfig: every hardware parameter the model reads. The values live in data files, not
+// here: arch/trn1.json, arch/trn2.json and arch/trn3.json give each parameter's value, unit and
+// source (a key of ../shared/reference/trainium.md, or "assumption: why"); the build embeds
+// them (cmake/embed_arch.cmake) and isa/arch_file.cpp reads them through the parameter table
+// (isa/parameters.cpp), which names every field below (a field missing from that table would
+// stay zero). The fields have no default values of their own.
 //
 // ArchConfig lives in isa/ rather than sim/ (where the design brief puts presets) because
 // validation (isa/), lowering (workloads/) and the models all read it, and dependencies must
@@ -33,132 +35,119 @@ std::optional<Engine> parse_engine(std::string_view name);
 struct ArchConfig {
   std::string name;
 
-  uint32_t chip_cores = 1;  // NeuronCores per chip (fact sheet section 2): how many a run may use
+  uint32_t chip_cores{};  // NeuronCores per chip: how many cores a run may use
 
   // Engine clocks in MHz, indexed by Engine.
   std::array<uint32_t, kEngineCount> engine_mhz{};
-  // The profiler's "NeuronCore base clock": cycle counts in its summary use it (X1).
-  uint32_t base_mhz = 0;
+  // The profiler's "NeuronCore base clock": cycle counts in its summary use it.
+  uint32_t base_mhz{};
 
   // On-chip memories.
-  uint32_t partitions = 128;                  // A1, A2: 128 partitions
-  uint64_t sbuf_partition_bytes = 0;          // per preset
-  uint64_t psum_partition_bytes = 16 * 1024;  // A1: 16 KiB per partition
-  uint32_t psum_banks = 8;                    // A1: 8 banks of 2 KiB per partition
+  uint32_t partitions{};
+  uint64_t sbuf_partition_bytes{};
+  uint64_t psum_partition_bytes{};
+  uint32_t psum_banks{};
 
   // TensorE.
-  uint32_t pe_rows = 128;              // A1: 128x128 PE array (contraction over partitions)
-  uint32_t pe_columns = 128;           // A1: stationary at most 128 columns
-  uint32_t matmul_moving_max = 512;    // I1: moving free size at most 512 (one PSUM bank of fp32)
-  uint32_t matmul_fp32_factor = 4;     // I1: fp32 matmul costs 4x
-  uint32_t matmul_min_cycles = 64;     // I1: max(min(64, N_stationary), N_moving)
-  uint32_t matmul_fp8_rate = 1;        // per preset: fp8 moving rows per cycle relative to bf16
-  uint32_t vector_transpose_max = 32;  // A1: VectorE transposes 32x32 blocks
+  uint32_t pe_rows{};               // PE array rows: the contraction over partitions
+  uint32_t pe_columns{};            // PE array columns: the widest stationary
+  uint32_t matmul_moving_max{};     // widest moving free size (one PSUM bank of fp32)
+  uint32_t matmul_fp32_factor{};    // an fp32 matmul costs this many times a bf16 one
+  uint32_t matmul_min_cycles{};     // the 64 of max(min(64, N_stationary), N_moving)
+  uint32_t matmul_fp8_rate{};       // fp8 moving rows per cycle relative to bf16
+  uint32_t vector_transpose_max{};  // VectorE transposes blocks of at most this square
 
-  // Instruction costs (I1).
-  uint32_t min_ii_cycles = 64;  // I1: MIN_II, about 64 cycles of the engine that runs it
-  // A1: "small or dependent back-to-back instructions pay about 100 cycles of static overhead"
-  // (quoted for VectorE; applied to every engine for an instruction that carries a semaphore
-  // wait: assumption).
-  uint32_t dependent_overhead_cycles = 100;
-  // Cycles the issuing engine spends on a DMA trigger instruction. Assumption: one MIN_II; the
-  // descriptors are prepared ahead, as the compiler does on v2.
-  uint32_t dma_trigger_cycles = 64;
-  uint32_t gpsimd_fixed_cycles = 150;       // I1: iota, affine_select cost 150 + N
-  uint32_t bn_stats_free_max = 512;         // section 4: bn_stats at most 512 elements
-  uint32_t sbuf_free_elements_max = 65536;  // section 4: Vector/Scalar free size from SBUF
-  uint32_t psum_free_elements_max = 4096;   // section 4: ... and from PSUM
+  // Instruction costs.
+  uint32_t min_ii_cycles{};  // MIN_II, in cycles of the engine that runs the instruction
+  // Extra cycles of an instruction that carries a semaphore wait (small or dependent
+  // back-to-back instructions' static overhead).
+  uint32_t dependent_overhead_cycles{};
+  // Cycles the issuing engine spends on a DMA trigger instruction.
+  uint32_t dma_trigger_cycles{};
+  uint32_t gpsimd_fixed_cycles{};     // the 150 of iota/affine_select's 150 + N
+  uint32_t bn_stats_free_max{};       // bn_stats input limit, elements
+  uint32_t sbuf_free_elements_max{};  // Vector/Scalar free size from SBUF
+  uint32_t psum_free_elements_max{};  // ... and from PSUM
 
-  // Port sharing. v2 (A1, section 4): VectorE and GpSimdE cannot reach SBUF at the same time,
-  // VectorE and ScalarE cannot reach PSUM at the same time. v3 (A2) removes both, except two
-  // engines on one PSUM bank, and adds VectorE performance modes (2x/4x) whose bus GpSimdE
-  // shares. Per preset.
-  bool shared_sbuf_psum_ports = false;
-  bool vector_perf_modes = false;
+  // Port sharing. v2: VectorE and GpSimdE cannot reach SBUF at the same time, VectorE and
+  // ScalarE cannot reach PSUM at the same time. v3 removes both, except two engines on one
+  // PSUM bank, and adds VectorE performance modes (2x/4x) whose bus GpSimdE shares.
+  bool shared_sbuf_psum_ports{};
+  bool vector_perf_modes{};
 
-  // DMA (D1, D2).
-  uint32_t dma_engines = 16;               // D1: 16 DMA engines per core
-  uint32_t dma_queues_per_engine = 16;     // D1: 16 queues per engine
-  uint32_t dma_partitions_per_engine = 8;  // D1: usually 8 partitions per engine (128 / 16)
-  double dma_engine_bytes_per_ns = 27.0;   // D2: 27 GB/s per engine, theoretical (v2/v3)
-  // Fixed cost of one descriptor (one contiguous element run) on a DMA engine. Assumption,
-  // derived from D2's component-level figures: with 27 B/ns, 26 ns per descriptor makes a
-  // 4 KiB run reach 85.4% of peak (D2's sustained 23 of 27 B/ns is 85.2%), 2 KiB 74.5%, and a
-  // 256 B run 26.7% ("badly overhead-bound").
-  double dma_descriptor_overhead_ns = 26.0;
-  // D2: about 1.3 us from a cross-engine semaphore to the DMA starting. Modelled as a pipeline
-  // latency from the trigger to the first byte: it does not occupy the DMA engines.
-  double dma_start_latency_ns = 1300.0;
-  // Peak of the core's DMA engines together (theoretical, D2).
+  // DMA.
+  uint32_t dma_engines{};                // DMA engines per core
+  uint32_t dma_queues_per_engine{};      // queues per DMA engine
+  uint32_t dma_partitions_per_engine{};  // partitions one engine takes of a transfer
+  double dma_engine_bytes_per_ns{};      // one engine's theoretical bandwidth
+  // Fixed cost of one descriptor (one contiguous element run) on a DMA engine.
+  double dma_descriptor_overhead_ns{};
+  // From a cross-engine semaphore to the DMA starting. Modelled as a pipeline latency from the
+  // trigger to the first byte: it does not occupy the DMA engines.
+  double dma_start_latency_ns{};
+  // Peak of the core's DMA engines together (theoretical).
   double dma_peak_bytes_per_ns() const { return dma_engines * dma_engine_bytes_per_ns; }
 
   // DMA engine pipeline (models/dma/dma_timing.cpp). An engine moves a transfer in chunks of at
   // most dma_chunk_bytes and re-arbitrates between its queues after each chunk; it keeps at most
-  // dma_engine_outstanding_chunks chunks waiting for HBM. Assumptions: no public figure; 2 KiB is
-  // D2's recommended minimum transfer per partition, and 4 chunks cover the HBM latency at the
-  // engine's 27 B/ns.
-  uint32_t dma_chunk_bytes = 2048;
-  uint32_t dma_engine_outstanding_chunks = 4;
-  // D2: a hardware-generated (DGE) DMA instruction costs about 600 ns on v3. Charged to the
-  // issuing engine for a dma_copy with `dge` set; 0 means the preset has no DGE (v2).
-  double dma_dge_instruction_ns = 0;
-  // Fact sheet section 3: DMA transpose runs at up to 90% of copy throughput HBM->SBUF and 50%
-  // SBUF->SBUF (trn2).
-  double dma_transpose_hbm_fraction = 0.9;
-  double dma_transpose_sbuf_fraction = 0.5;
+  // dma_engine_outstanding_chunks chunks waiting for HBM.
+  uint32_t dma_chunk_bytes{};
+  uint32_t dma_engine_outstanding_chunks{};
+  // A hardware-generated (DGE) DMA instruction's cost, charged to the issuing engine for a
+  // dma_copy with `dge` set; 0 means the preset has no DGE.
+  double dma_dge_instruction_ns{};
+  // DMA transpose throughput as a fraction of a copy's, HBM->SBUF and SBUF->SBUF.
+  double dma_transpose_hbm_fraction{};
+  double dma_transpose_sbuf_fraction{};
 
   // HBM. hbm_bytes_per_ns is the core's share of the chip's bandwidth (the MBU denominator);
   // the detailed model below is per stack, shared by hbm.cores_per_stack cores.
-  uint64_t hbm_capacity_bytes = 0;  // per preset: the chip's HBM over its cores
-  double hbm_bytes_per_ns = 0;      // per preset: the chip's HBM bandwidth over its cores
+  uint64_t hbm_capacity_bytes{};  // the chip's HBM over its cores
+  double hbm_bytes_per_ns{};      // the chip's HBM bandwidth over its cores
   // Fixed latency of the path from a DMA engine to the HBM controller and back (network on
-  // chip, controller, PHY), on top of the DRAM timing below. Assumption: chosen so that an idle
-  // row-miss read takes about 100 ns, the usual HBM2e/HBM3 figure; no AWS figure.
-  double hbm_latency_ns = 70.0;
+  // chip, controller, PHY), on top of the DRAM timing below.
+  double hbm_latency_ns{};
 
-  // One HBM stack: organisation and DRAM timing. Timing in ns. Sources per preset in arch.cpp.
+  // One HBM stack: organisation and DRAM timing. Timing in ns.
   struct Hbm {
-    uint32_t cores_per_stack = 1;
-    double stack_bytes_per_ns = 0;  // peak of one stack: chip bandwidth / stacks
-    uint32_t pseudo_channels = 16;  // independent 'channels' the controller schedules
-    uint32_t bank_groups = 4;
-    uint32_t banks_per_group = 4;
-    uint32_t row_bytes = 1024;        // row buffer (page) per pseudo-channel
-    uint32_t burst_bytes = 32;        // one column access
-    uint32_t interleave_bytes = 256;  // consecutive bytes on one pseudo-channel (address map)
-    double t_rcd = 14, t_rp = 14, t_ras = 34, t_cl = 14, t_cwl = 4, t_wr = 16, t_rtp = 4;
-    double t_ccd_l = 0;  // column to column, same bank group (0: one burst time)
-    double t_rrd = 4, t_faw = 30, t_wtr = 8, t_rtw = 4;
-    double t_refi = 3900;  // refresh interval
-    double t_rfc = 160;    // refresh cycle time (of one bank when per_bank_refresh)
-    bool per_bank_refresh = true;
-    uint32_t starvation_limit = 16;  // FR-FCFS: times the oldest request may be bypassed
-    uint32_t scheduler_window = 16;  // FR-FCFS looks at the oldest this many queued requests
+    uint32_t cores_per_stack{};
+    double stack_bytes_per_ns{};  // peak of one stack: chip bandwidth / stacks
+    uint32_t pseudo_channels{};   // independent 'channels' the controller schedules
+    uint32_t bank_groups{};
+    uint32_t banks_per_group{};
+    uint32_t row_bytes{};         // row buffer (page) per pseudo-channel
+    uint32_t burst_bytes{};       // one column access
+    uint32_t interleave_bytes{};  // consecutive bytes on one pseudo-channel (address map)
+    double t_rcd{}, t_rp{}, t_ras{}, t_cl{}, t_cwl{}, t_wr{}, t_rtp{};
+    double t_ccd_l{};  // column to column, same bank group (0: one burst time)
+    double t_rrd{}, t_faw{}, t_wtr{}, t_rtw{};
+    double t_refi{};  // refresh interval
+    double t_rfc{};   // refresh cycle time (of one bank when per_bank_refresh)
+    bool per_bank_refresh{};
+    uint32_t starvation_limit{};  // FR-FCFS: times the oldest request may be bypassed
+    uint32_t scheduler_window{};  // FR-FCFS looks at the oldest this many queued requests
     uint32_t banks() const { return bank_groups * banks_per_group; }
     // One burst on one pseudo-channel's data bus, in ns.
     double burst_ns() const { return burst_bytes * pseudo_channels / stack_bytes_per_ns; }
   } hbm;
 
   // The host: PyTorch dispatching ops on the CPU (framework), the Neuron runtime launching
-  // kernels (runtime), and the device starting them. No public figure gives these costs; all
-  // are assumptions (docs/architecture.md, "Host model"), to be set per system with --set.
+  // kernels (runtime), and the device starting them (docs/architecture.md, "Host model").
   struct Host {
-    double framework_op_ns = 10000;    // assumption: CPU time to dispatch one PyTorch op
-    double runtime_launch_ns = 15000;  // assumption: CPU time of one kernel launch call
-    double launch_latency_ns = 5000;   // assumption: from the launch call to the device seeing it
-    double kernel_setup_ns = 2000;     // assumption: device time to start a kernel (serial)
-    double sync_ns = 10000;  // assumption: the final synchronization's CPU time after the device
+    double framework_op_ns{};    // CPU time to dispatch one PyTorch op
+    double runtime_launch_ns{};  // CPU time of one kernel launch call
+    double launch_latency_ns{};  // from the launch call to the device seeing it
+    double kernel_setup_ns{};    // device time to start a kernel (serial)
+    double sync_ns{};            // the final synchronization's CPU time after the device
     // Kernels launched and not yet finished before the next launch call blocks (the runtime's
-    // NEURON_RT_ASYNC_EXEC_MAX_INFLIGHT_REQUESTS queue depth; assumption).
-    uint32_t max_inflight = 4;
+    // NEURON_RT_ASYNC_EXEC_MAX_INFLIGHT_REQUESTS queue depth).
+    uint32_t max_inflight{};
   } host;
 
-  uint32_t semaphores = 64;  // section 6: count not public; assumption
-  // Instructions one kernel may hold: a bound on host memory, not a hardware figure. An
-  // Instruction takes about 1.1 KiB and lowering holds two copies, so a million keep a kernel
-  // near 2 GiB (4 million needed over 5 GiB, in timing-only mode too).
-  uint64_t max_instructions = 1'000'000;
-  uint32_t dma_queues = 16;  // DMA queues a program may name; D1 gives 16 per engine
+  uint32_t semaphores{};  // semaphores a program may use
+  // Instructions one kernel may hold: a bound on host memory, not a hardware figure.
+  uint64_t max_instructions{};
+  uint32_t dma_queues{};  // DMA queues a program may name
 
   uint32_t mhz(Engine e) const { return engine_mhz[index_of(e)]; }
   // DMA engines a transfer over `partitions` partitions is spread across (D1): one per
@@ -175,9 +164,11 @@ struct ArchConfig {
   }
 };
 
+// The built-in presets (arch/*.json, embedded at build time; isa/arch_file.hpp).
 ArchConfig trn1();
 ArchConfig trn2();
+ArchConfig trn3();
 std::optional<ArchConfig> preset(std::string_view name);
-std::string preset_names();  // "trn1, trn2"
+std::string preset_names();  // "trn1, trn2, trn3"
 
 }  // namespace trnsim::isa

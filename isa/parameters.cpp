@@ -17,8 +17,10 @@ namespace {
 using K = Parameter::Kind;
 constexpr double kBig = 1e15;
 
-// One entry per field; `path` is the member path inside ArchConfig. The sources of the preset
-// values are in isa/arch.cpp and docs/architecture.md.
+// One entry per field; `path` is the member path inside ArchConfig. The preset values, with
+// their units and sources, are in arch/trn1.json, trn2.json and trn3.json: a new parameter
+// needs an entry here, a field in ArchConfig and an entry in each of those files (until it
+// has one, the presets refuse to load, naming it, and the unit tests fail).
 #define TRNSIM_PARAM(name, path, kind, lo, hi, unit, desc)                                       \
   Parameter {                                                                                    \
     name, kind, lo, hi, unit, desc, [](const ArchConfig& a) { return double(a.path); },          \
@@ -187,7 +189,61 @@ std::string parameter_value_text(const Parameter& p, const ArchConfig& arch) {
   return {};
 }
 
-void set_parameter(ArchConfig& arch, const std::string& assignment) {
+std::vector<std::string> parameter_names() {
+  std::vector<std::string> names;
+  for (const auto& q : kParameters) names.emplace_back(q.name);
+  return names;
+}
+
+std::string unknown_parameter_text(const std::string& name) {
+  const std::string near = closest_name(name, parameter_names());
+  return fmt::format("unknown parameter{} (trnsim params lists them)",
+                     near.empty() ? "" : fmt::format("; did you mean {}?", near));
+}
+
+std::string check_parameter_value(const Parameter& p, double v, const std::string& text) {
+  switch (p.kind) {
+    case K::flag:
+      if (v != 0 && v != 1) return fmt::format("expected true or false, got \"{}\"", text);
+      return {};
+    case K::integer:
+    case K::real:
+      if (!std::isfinite(v)) return fmt::format("expected a number, got \"{}\"", text);
+      if (p.kind == K::integer && v != std::floor(v)) {
+        return fmt::format("expected an integer, got \"{}\"", text);
+      }
+      if (v < p.min || v > p.max) {
+        return fmt::format("{} is out of range [{}, {}]{}{}", text, p.min, p.max,
+                           p.unit.empty() ? "" : " ", p.unit);
+      }
+      return {};
+  }
+  return {};
+}
+
+double parse_parameter_value(const Parameter& p, const std::string& text) {
+  double v = 0;
+  if (p.kind == K::flag) {
+    if (text == "true" || text == "1") {
+      v = 1;
+    } else if (text == "false" || text == "0") {
+      v = 0;
+    } else {
+      throw std::invalid_argument(fmt::format("expected true or false, got \"{}\"", text));
+    }
+    return v;
+  }
+  char* end = nullptr;
+  v = std::strtod(text.c_str(), &end);
+  if (text.empty() || end != text.c_str() + text.size() || !std::isfinite(v)) {
+    throw std::invalid_argument(fmt::format("expected a number, got \"{}\"", text));
+  }
+  const std::string problem = check_parameter_value(p, v, text);
+  if (!problem.empty()) throw std::invalid_argument(problem);
+  return v;
+}
+
+const Parameter& parse_assignment(const std::string& assignment, double& value) {
   const auto eq = assignment.find('=');
   if (eq == std::string::npos) {
     throw std::invalid_argument(
@@ -197,40 +253,24 @@ void set_parameter(ArchConfig& arch, const std::string& assignment) {
   const std::string text = assignment.substr(eq + 1);
   const Parameter* p = find_parameter(name);
   if (p == nullptr) {
-    std::vector<std::string> names;
-    for (const auto& q : kParameters) names.emplace_back(q.name);
-    const std::string near = closest_name(name, names);
-    throw std::invalid_argument(
-        fmt::format("--set {}: unknown parameter{} (trnsim params lists them)", name,
-                    near.empty() ? "" : fmt::format("; did you mean {}?", near)));
+    throw std::invalid_argument(fmt::format("--set {}: {}", name, unknown_parameter_text(name)));
   }
+  try {
+    value = parse_parameter_value(*p, text);
+  } catch (const std::invalid_argument& e) {
+    throw std::invalid_argument(fmt::format("--set {}: {}", name, e.what()));
+  }
+  return *p;
+}
+
+void set_parameter(ArchConfig& arch, const std::string& assignment) {
   double v = 0;
-  if (p->kind == K::flag) {
-    if (text == "true" || text == "1") {
-      v = 1;
-    } else if (text == "false" || text == "0") {
-      v = 0;
-    } else {
-      throw std::invalid_argument(
-          fmt::format("--set {}: expected true or false, got \"{}\"", name, text));
-    }
-  } else {
-    char* end = nullptr;
-    v = std::strtod(text.c_str(), &end);
-    if (text.empty() || end != text.c_str() + text.size() || !std::isfinite(v)) {
-      throw std::invalid_argument(
-          fmt::format("--set {}: expected a number, got \"{}\"", name, text));
-    }
-    if (p->kind == K::integer && v != std::floor(v)) {
-      throw std::invalid_argument(
-          fmt::format("--set {}: expected an integer, got \"{}\"", name, text));
-    }
-    if (v < p->min || v > p->max) {
-      throw std::invalid_argument(fmt::format("--set {}: {} is out of range [{}, {}] {}", name,
-                                              text, p->min, p->max, p->unit));
-    }
-  }
-  p->set(arch, v);
+  const Parameter& p = parse_assignment(assignment, v);
+  p.set(arch, v);
+}
+
+size_t parameter_index(const Parameter& p) {
+  return static_cast<size_t>(&p - kParameters.data());
 }
 
 }  // namespace trnsim::isa

@@ -26,8 +26,26 @@ const Parameter* find_parameter(std::string_view name);
 
 // Applies "name=value" to `arch`: checks the name (suggesting the nearest), the type (an
 // integer, a number, or true/false) and the range. Throws std::invalid_argument with a
-// message naming the parameter and what was expected.
+// message naming the parameter and what was expected ("--set NAME: ...").
 void set_parameter(ArchConfig& arch, const std::string& assignment);
+
+// The checked parameter and value of "name=value"; throws as set_parameter does.
+const Parameter& parse_assignment(const std::string& assignment, double& value);
+
+// `text` as a value of `p` (true/false for flags); throws std::invalid_argument with what was
+// expected (without the parameter's name).
+double parse_parameter_value(const Parameter& p, const std::string& text);
+
+// "" when `v` suits `p` (type and range), else what was expected; `text` is `v` as the user
+// wrote it.
+std::string check_parameter_value(const Parameter& p, double v, const std::string& text);
+
+// "unknown parameter; did you mean X? (trnsim params lists them)"
+std::string unknown_parameter_text(const std::string& name);
+
+std::vector<std::string> parameter_names();
+// The position of `p` in parameters().
+size_t parameter_index(const Parameter& p);
 
 // The value as text: integers without a decimal point, flags as true/false.
 std::string parameter_value_text(const Parameter& p, const ArchConfig& arch);

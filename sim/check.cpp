@@ -7,6 +7,7 @@
 #include <cmath>
 #include <iostream>
 
+#include "isa/arch_file.hpp"
 #include "sim/input.hpp"
 #include "sim/output_file.hpp"
 #include "sim/run.hpp"
@@ -150,7 +151,8 @@ int check(const CheckOptions& o) {
     if (o.update) {
       json updated = golden;
       updated["workload"] = run.workload;
-      updated["arch"] = arch_name;
+      // A preset by name; an arch file by the path it was given as (as the workload is).
+      updated["arch"] = !run.arch.empty() && !isa::find_preset_spec(run.arch) ? run.arch : arch_name;
       std::vector<std::string> metrics;
       if (exists) {
         for (const auto& item : golden["summary"].items()) metrics.push_back(item.key());

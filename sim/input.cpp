@@ -8,7 +8,9 @@
 #include <fstream>
 #include <sstream>
 
+#include "isa/arch_file.hpp"
 #include "isa/assembly.hpp"
+#include "isa/names.hpp"
 #include "isa/parameters.hpp"
 #include "workloads/program.hpp"
 
@@ -54,20 +56,46 @@ bool is_program_json(const std::string& text) {
 
 }  // namespace
 
-isa::ArchConfig configured_arch(const std::string& name, const std::vector<std::string>& sets) {
-  auto a = isa::preset(name);
-  if (!a) {
-    throw InputError(
-        fmt::format("--arch {}: unknown preset; expected one of {}", name, isa::preset_names()));
+namespace {
+
+// An --arch value names a file when it has a slash or ends in .json, or when a file of that
+// name exists; otherwise a preset.
+bool names_a_file(const std::string& arch) {
+  struct stat st {};
+  return arch.find('/') != std::string::npos || ends_with(arch, ".json") ||
+         ::stat(arch.c_str(), &st) == 0;
+}
+
+}  // namespace
+
+isa::ArchSpec load_arch_spec(const std::string& name, const std::vector<std::string>& sets) {
+  isa::ArchSpec spec;
+  if (const isa::ArchSpec* p = isa::find_preset_spec(name)) {
+    spec = *p;
+  } else if (!name.empty() && names_a_file(name)) {
+    try {
+      spec = isa::parse_arch_document(read_input_file(name), name);
+    } catch (const isa::ArchFileError& e) {
+      throw InputError(e.what());
+    }
+  } else {
+    const std::string near = isa::closest_name(name, isa::preset_name_list());
+    throw InputError(fmt::format(
+        "--arch {}: unknown preset; expected one of {}, or an arch JSON file{}", name,
+        isa::preset_names(), near.empty() ? "" : fmt::format(" (did you mean {}?)", near)));
   }
   for (const auto& s : sets) {
     try {
-      isa::set_parameter(*a, s);
+      isa::set_parameter(spec, s);
     } catch (const std::invalid_argument& e) {
       throw InputError(e.what());
     }
   }
-  return *a;
+  return spec;
+}
+
+isa::ArchConfig configured_arch(const std::string& name, const std::vector<std::string>& sets) {
+  return load_arch_spec(name, sets).config;
 }
 
 isa::Assembly load_program_file(const std::string& path, const isa::ArchConfig& arch) {

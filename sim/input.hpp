@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "isa/arch.hpp"
+#include "isa/arch_file.hpp"
 #include "isa/assembly.hpp"
 #include "workloads/lowering.hpp"
 
@@ -35,7 +36,12 @@ struct LoadedWorkload {
 LoadedWorkload load_workload_file(const std::string& path, const std::string& arch_name,
                                   const std::vector<std::string>& sets, bool functional);
 
-// The preset `name` with the "name=value" overrides applied; throws InputError.
+// The preset `name`, or the arch file `name` (a path: it has a slash, ends in .json or exists;
+// docs/sweeps.md gives the format), with the "name=value" overrides applied, and where each
+// value came from. Throws InputError naming the file, key and expectation, or the nearest
+// preset name.
+isa::ArchSpec load_arch_spec(const std::string& name, const std::vector<std::string>& sets);
+// The same, without the sources.
 isa::ArchConfig configured_arch(const std::string& name, const std::vector<std::string>& sets);
 
 // An assembly (.tasm) or JSON program file as an Assembly, for asm/disasm.

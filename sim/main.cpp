@@ -5,24 +5,36 @@
 
 #include <cstdlib>
 #include <cstring>
+#include <memory>
 #include <string>
 #include <systemc>
 #include <vector>
 
 #include "sim/check.hpp"
+#include "sim/compare.hpp"
 #include "sim/explain.hpp"
 #include "sim/run.hpp"
+#include "sim/sweep.hpp"
 #include "sim/tools.hpp"
 
 namespace {
 
+#ifdef TRNSIM_HAVE_MPI
+#define TRNSIM_HAVE_MPI_TEXT \
+  "MPI: built in; under mpirun or srun the points are spread over the ranks (docs/sweeps.md)."
+#else
+#define TRNSIM_HAVE_MPI_TEXT \
+  "MPI: not built in (configure with -DTRNSIM_MPI=ON to run sweeps under mpirun or srun)."
+#endif
+
 constexpr const char* kUsage =
-    "usage: trnsim WORKLOAD.json|PROGRAM.tasm [--arch trn1|trn2] [--out DIR] [--timing-only]\n"
+    "usage: trnsim WORKLOAD.json|PROGRAM.tasm [--arch PRESET|FILE] [--out DIR] [--timing-only]\n"
     "       trnsim asm PROGRAM.tasm [-o OUT.json]   assemble (adds synchronization)\n"
     "       trnsim disasm PROGRAM.json|PROGRAM.tasm [-o OUT.tasm]\n"
     "       trnsim isa [--markdown]                 list the instruction set\n"
     "       trnsim check [WORKLOAD] --golden FILE [--update] [--set k=v]\n"
-    "       trnsim params [--arch NAME] [--set k=v]   list every hardware parameter\n"
+    "       trnsim params [--arch NAME|FILE] [--set k=v] [--json]   list every hardware parameter\n"
+    "       trnsim sweep SWEEP.json [-j N] [--out DIR] [--resume]   run a parameter sweep\n"
     "       (trnsim --help, trnsim COMMAND --help for more)\n";
 
 // Runs a CLI11 parse; returns -1 to go on, or the exit code to return.
@@ -70,7 +82,8 @@ int sc_main(int argc, char* argv[]) {
         ->required();
     app.add_option("-o,--out", out, "output file, - for stdout")->capture_default_str();
     app.add_option("--arch", arch,
-                   "hardware preset: trn1 or trn2 (default: the file's .arch, else trn2)");
+                   "hardware preset (trn1, trn2, trn3) or arch file (default: the file's .arch, "
+                   "else trn2)");
     if (const int rc = parse(app, args); rc >= 0) return rc;
     return assemble ? trnsim::sim::assemble(input, out, arch)
                     : trnsim::sim::disassemble(input, out, arch);
@@ -93,7 +106,8 @@ int sc_main(int argc, char* argv[]) {
         ->required();
     app.add_flag("--update", o.update,
                  "rewrite the golden file from this run and say what changed");
-    app.add_option("--arch", o.arch, "hardware preset (default: the golden file's)");
+    app.add_option("--arch", o.arch,
+                   "hardware preset or arch file (default: the golden file's)");
     app.add_option("--set", o.sets, "override a hardware parameter, name=value (repeatable)");
     app.add_option("--out", o.out, "directory for this run's outputs")->capture_default_str();
     app.add_flag("--full", o.full, "run the functional model and its check too");
@@ -102,13 +116,17 @@ int sc_main(int argc, char* argv[]) {
   }
   if (command == "params") {
     args.erase(args.begin() + 1);
-    CLI::App app{"List every hardware parameter with its value, unit and meaning", "trnsim params"};
+    CLI::App app{"List every hardware parameter with its value, unit, meaning and source",
+                 "trnsim params"};
     std::string arch = "trn2";
     std::vector<std::string> sets;
-    app.add_option("--arch", arch, "hardware preset")->capture_default_str();
+    bool json = false;
+    app.add_option("--arch", arch, "hardware preset (trn1, trn2, trn3) or arch JSON file")
+        ->capture_default_str();
     app.add_option("--set", sets, "override a parameter, name=value (repeatable)");
+    app.add_flag("--json", json, "print a complete arch file (a start for your own)");
     if (const int rc = parse(app, args); rc >= 0) return rc;
-    return trnsim::sim::list_params(arch, sets);
+    return trnsim::sim::list_params(arch, sets, json);
   }
   if (command == "explain") {
     args.erase(args.begin() + 1);
@@ -121,7 +139,52 @@ int sc_main(int argc, char* argv[]) {
     if (const int rc = parse(app, args); rc >= 0) return rc;
     return trnsim::sim::explain(o);
   }
-  for (const char* later : {"sweep", "report", "compare"}) {
+  if (command == "compare") {
+    args.erase(args.begin() + 1);
+    CLI::App app{"Several finished runs side by side, with each one's top finding",
+                 "trnsim compare"};
+    trnsim::sim::CompareOptions o;
+    app.add_option("dirs", o.dirs, "the --out directories of two or more runs")
+        ->required()
+        ->expected(1, -1);
+    app.add_flag("--json", o.json, "print the comparison as JSON");
+    if (const int rc = parse(app, args); rc >= 0) return rc;
+    return trnsim::sim::compare(o);
+  }
+  if (command == "sweep") {
+    args.erase(args.begin() + 1);
+    CLI::App app{"Run a parameter sweep: each point a trnsim run in a process of its own, results "
+                 "as CSV, JSON, a table and a plot (docs/sweeps.md)",
+                 "trnsim sweep"};
+    trnsim::sim::SweepOptions o;
+    app.add_option("sweep", o.file, "sweep file (docs/sweeps.md)")->required();
+    app.add_option("-j,--jobs", o.jobs, "points run at once (on each MPI rank)")
+        ->capture_default_str();
+    app.add_option("--out", o.out, "output directory (default: trnsim-sweep/NAME)");
+    app.add_flag("--resume", o.resume,
+                 "reuse the points an earlier run of the same sweep finished in --out");
+    app.add_flag("--full", o.full,
+                 "run the functional model and its check in every point (default: the file's "
+                 "timing_only, true unless it says false)");
+    app.add_flag("--timing-only", o.timing_only, "timing only in every point, whatever the file says");
+    app.footer(TRNSIM_HAVE_MPI_TEXT);
+    if (const int rc = parse(app, args); rc >= 0) return rc;
+    std::unique_ptr<trnsim::sim::SweepComm> comm = trnsim::sim::mpi_comm();
+    if (!comm) {
+      if (const int n = trnsim::sim::launcher_ranks(); n > 1) {
+        spdlog::error(
+            "this trnsim was built without MPI but runs as one of {} MPI ranks, which would "
+            "each run the whole sweep; build with -DTRNSIM_MPI=ON (docs/sweeps.md) or run "
+            "without mpirun",
+            n);
+        return trnsim::sim::kBadInput;
+      }
+      trnsim::sim::SweepComm local;
+      return trnsim::sim::sweep(o, local);
+    }
+    return trnsim::sim::sweep(o, *comm);
+  }
+  for (const char* later : {"report"}) {
     if (command == later) {
       spdlog::error("'trnsim {}' is not available in this version", command);
       std::fputs(kUsage, stderr);
@@ -139,7 +202,8 @@ int sc_main(int argc, char* argv[]) {
                  "workload JSON (docs/workload-format.md) or program (.tasm, docs/isa.md)")
       ->required();
   app.add_option("--arch", o.arch,
-                 "hardware preset: trn1 or trn2 (default trn2, or the program's .arch)");
+                 "hardware preset (trn1, trn2, trn3) or arch JSON file (default trn2, or the "
+                 "program's .arch)");
   app.add_option("--out", o.out, "directory for stats.json and trace.json")->capture_default_str();
   app.add_flag("--timing-only", o.timing_only,
                "skip tensor data and the functional check; same cycle counts");

@@ -3,8 +3,10 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <iostream>
 
+#include "isa/arch_file.hpp"
 #include "isa/assembly.hpp"
 #include "isa/parameters.hpp"
 #include "isa/synchronize.hpp"
@@ -21,10 +23,10 @@ namespace {
 // Loads, synchronizes and validates a program file; throws the input errors.
 isa::Assembly ready_program(const std::string& input, const std::string& arch_name,
                             isa::ArchConfig& arch) {
-  arch = *isa::preset(arch_name.empty() ? "trn2" : arch_name);
+  arch = configured_arch(arch_name.empty() ? "trn2" : arch_name, {});
   isa::Assembly a = load_program_file(input, arch);
   if (arch_name.empty() && !a.arch.empty() && a.arch != arch.name) {
-    arch = *isa::preset(a.arch);
+    arch = configured_arch(a.arch, {});
     a = load_program_file(input, arch);
   }
   if (!a.sequence.empty()) {
@@ -48,11 +50,8 @@ int emit(const std::string& out, const std::string& text) {
 
 template <typename Fn>
 int guarded(const std::string& input, const std::string& arch, Fn&& fn) {
-  if (!arch.empty() && !isa::preset(arch)) {
-    spdlog::error("--arch {}: unknown preset; expected one of {}", arch, isa::preset_names());
-    return kBadInput;
-  }
   try {
+    if (!arch.empty()) (void)configured_arch(arch, {});
     return fn();
   } catch (const isa::AssemblyError& e) {
     spdlog::error("{}", e.what());
@@ -120,14 +119,30 @@ std::string isa_table(bool markdown) {
   return s;
 }
 
-int list_params(const std::string& arch_name, const std::vector<std::string>& sets) {
+int list_params(const std::string& arch_name, const std::vector<std::string>& sets, bool as_json) {
   try {
-    const isa::ArchConfig arch = configured_arch(arch_name, sets);
-    std::string out = fmt::format("parameters of {} (--set name=value overrides one)\n", arch.name);
-    for (const auto& p : isa::parameters()) {
-      out += fmt::format("{:<32} {:>14} {:<12} {}\n", p.name, isa::parameter_value_text(p, arch),
-                         p.unit, p.description);
+    const isa::ArchSpec spec = load_arch_spec(arch_name, sets);
+    if (as_json) {
+      std::cout << isa::arch_document(spec) << std::flush;
+      return kSuccess;
     }
+    const isa::ArchConfig& arch = spec.config;
+    std::string out = fmt::format("parameters of {}: {}{}\n", arch.name, spec.origin,
+                                  spec.base.empty() ? "" : fmt::format(", based on {}", spec.base));
+    if (!spec.description.empty()) out += spec.description + "\n";
+    out += "(--set name=value overrides one; --json prints them as an arch file)\n";
+    const auto& table = isa::parameters();
+    size_t width = 0;
+    for (const auto& p : table) width = std::max(width, p.description.size());
+    out += fmt::format("{:<30} {:>14} {:<12} {:<{}} {}\n", "name", "value", "unit", "description",
+                       width, "source");
+    for (size_t i = 0; i < table.size(); ++i) {
+      const isa::Parameter& p = table[i];
+      out += fmt::format("{:<30} {:>14} {:<12} {:<{}} {}\n", p.name,
+                         isa::parameter_value_text(p, arch), p.unit, p.description, width,
+                         i < spec.sources.size() ? spec.sources[i] : std::string());
+    }
+    for (const auto& note : spec.notes) out += "note: " + note + "\n";
     std::cout << out << std::flush;
     return kSuccess;
   } catch (const InputError& e) {

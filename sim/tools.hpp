@@ -17,8 +17,9 @@ int disassemble(const std::string& input, const std::string& out, const std::str
 // Lists the instruction set from the opcode table: text, or Markdown for docs/isa.md.
 int list_isa(bool markdown);
 
-// Lists every hardware parameter of the preset (with overrides): name, value, unit, meaning.
-int list_params(const std::string& arch, const std::vector<std::string>& sets);
+// Lists every hardware parameter of the preset or arch file (with overrides): name, value, unit,
+// meaning and source; with `as_json`, the same as a complete arch file (isa::arch_document).
+int list_params(const std::string& arch, const std::vector<std::string>& sets, bool as_json);
 std::string isa_table(bool markdown);
 
 }  // namespace trnsim::sim

@@ -131,6 +131,9 @@ struct RowKernelResult {
   uint32_t tile_rows = 0;
   uint64_t sbuf_bytes = 0;  // per partition
   std::string problem;      // why it cannot be lowered, else ""
+  // Values the kernel holds in their op's dtype (rounded as they are produced), for the
+  // reference to round the same way.
+  std::vector<std::string> rounded;
 };
 
 class RowKernel {
@@ -597,6 +600,9 @@ RowKernelResult RowKernel::lower() {
     }
     if (t + bufs < tiles) loads(t + bufs);
   }
+  for (const auto& [n, v] : values_) {
+    if (v.producer >= 0 && v.dtype == g_.find(n)->dtype) r.rounded.push_back(n);
+  }
   r.program = isa::synchronize(seq, std::move(p), arch_);
   r.program.name = k_.name;
   r.bufs = bufs;
@@ -694,6 +700,18 @@ LibraryKernel library_kernel(const Workload& w, const Graph& g, const GraphOp& o
   const GraphTensor& x = *g.find(op.args[0].tensor);
   LibraryKernel k;
   if (op.op == "transpose") {
+    const uint64_t es = isa::size_of(x.dtype);
+    const uint64_t chunk = std::min<uint64_t>(
+        static_cast<uint64_t>(x.shape[1]),
+        std::min<uint64_t>(arch.sbuf_partition_bytes / (2 * es), 16384));
+    const uint64_t blocks = (static_cast<uint64_t>(x.shape[0]) + arch.partitions - 1) /
+                            arch.partitions * ((static_cast<uint64_t>(x.shape[1]) + chunk - 1) / chunk);
+    if (2 * blocks > arch.max_instructions) {
+      throw WorkloadError(w.file, op.where,
+                          fmt::format("transpose of [{}, {}] needs {} DMA instructions; a kernel "
+                                      "holds at most {}",
+                                      x.shape[0], x.shape[1], 2 * blocks, arch.max_instructions));
+    }
     k.program = transpose_kernel(x, op.out, arch);
     k.binding = {{"x", x.name}, {"y", op.out.name}};
     return k;
@@ -845,6 +863,7 @@ LoweredKernel lower_graph(const Workload& w, const isa::ArchConfig& arch, bool f
   }
   nlohmann::json kernels = nlohmann::json::array();
   const uint32_t max_bufs = g.mode == "compile" ? 3 : 2;
+  std::set<std::string> rounded(materialized);
   for (const GraphPlan::Kernel& k : plan.kernels) {
     nlohmann::json c = {{"name", k.name}, {"ops", nlohmann::json::array()}};
     for (size_t i : k.ops) c["ops"].push_back(g.ops[i].op);
@@ -857,6 +876,7 @@ LoweredKernel lower_graph(const Workload& w, const isa::ArchConfig& arch, bool f
                             fmt::format("kernel {} cannot be lowered: {}", k.name, r.problem));
       }
       append_kernel(p, r.program, k.name);
+      rounded.insert(r.rounded.begin(), r.rounded.end());
       c["tile_rows"] = r.tile_rows;
       c["bufs"] = r.bufs;
       c["sbuf_bytes_per_partition"] = r.sbuf_bytes;
@@ -909,8 +929,8 @@ LoweredKernel lower_graph(const Workload& w, const isa::ArchConfig& arch, bool f
       const GraphTensor& t = g.inputs[i].tensor;
       out.inputs.push_back(HostTensor{t.name, t.dtype, t.shape, values.back()});
     }
-    const GraphValues ref = evaluate_graph(
-        g, values, std::vector<std::string>(materialized.begin(), materialized.end()));
+    const GraphValues ref =
+        evaluate_graph(g, values, std::vector<std::string>(rounded.begin(), rounded.end()));
     for (const std::string& name : g.outputs) {
       const GraphTensor& t = *g.find(name);
       const std::vector<double>& v = *ref.find(name);

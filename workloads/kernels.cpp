@@ -1,6 +1,8 @@
 #include "workloads/kernels.hpp"
 
-#include "workloads/engine_stream.hpp"
+#include "workloads/engine_stream_bench.hpp"
+#include "workloads/matmul.hpp"
+#include "workloads/mlp.hpp"
 #include "workloads/rmsnorm.hpp"
 
 namespace trnsim::workloads {
@@ -8,6 +10,8 @@ namespace trnsim::workloads {
 const std::vector<KernelEntry>& kernel_table() {
   static const std::vector<KernelEntry> table = {
       {"rmsnorm", {"variant", "eps"}, 2, "[rows, hidden]", true, lower_rmsnorm_fused},
+      {"matmul", {"strategy", "a_layout"}, 3, "[M, K, N]", true, lower_matmul},
+      {"mlp", {"activation"}, 3, "[M, D, F]", true, lower_mlp},
       {"engine_stream",
        {"engine", "instructions"},
        2,

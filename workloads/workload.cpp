@@ -4,6 +4,7 @@
 
 #include <algorithm>
 
+#include "isa/json.hpp"
 #include "workloads/dma.hpp"
 #include "workloads/graph.hpp"
 #include "workloads/kernels.hpp"
@@ -58,72 +59,12 @@ struct Reader {
 
 }  // namespace
 
-namespace {
-std::pair<size_t, size_t> line_and_column(const std::string& text, size_t byte) {
-  size_t line = 1, column = 1;
-  for (size_t i = 0; i + 1 < byte && i < text.size(); ++i) {
-    if (text[i] == '\n') {
-      ++line;
-      column = 1;
-    } else {
-      ++column;
-    }
-  }
-  return {line, column};
-}
-}  // namespace
-
 nlohmann::json parse_json(const std::string& text, const std::string& file) {
-  // Keys seen per open object, to reject duplicates (nlohmann keeps the last silently), and
-  // the depth, to reject nesting deep enough to exhaust the stack when the document is copied.
-  std::vector<std::vector<std::string>> keys;
-  std::string problem;
-  auto callback = [&](int depth, json::parse_event_t event, json& parsed) {
-    if (!problem.empty()) return false;
-    if (depth > kMaxJsonDepth) {
-      problem = fmt::format("nesting deeper than {} levels", kMaxJsonDepth);
-      return false;
-    }
-    switch (event) {
-      case json::parse_event_t::object_start:
-        keys.emplace_back();
-        break;
-      case json::parse_event_t::object_end:
-        if (!keys.empty()) keys.pop_back();
-        break;
-      case json::parse_event_t::key: {
-        const std::string k = parsed.get<std::string>();
-        auto& seen = keys.back();
-        if (std::find(seen.begin(), seen.end(), k) != seen.end()) {
-          problem = fmt::format("duplicate key \"{}\"", k);
-          return false;
-        }
-        seen.push_back(k);
-        break;
-      }
-      default:
-        break;
-    }
-    return true;
-  };
-  json doc;
   try {
-    doc = json::parse(text, callback);
-  } catch (const json::parse_error& e) {
-    const auto [line, column] = line_and_column(text, e.byte);
-    std::string what = e.what();
-    const auto pos = what.find("syntax error");
-    throw WorkloadError(
-        file, fmt::format("line {}, column {}", line, column),
-        fmt::format("malformed JSON ({})", pos == std::string::npos ? what : what.substr(pos)));
-  } catch (const json::out_of_range& e) {
-    // A number no double holds (1e400): nlohmann reports no position for it.
-    std::string what = e.what();
-    const auto pos = what.find("number overflow");
-    throw WorkloadError(file, "JSON", pos == std::string::npos ? what : what.substr(pos));
+    return isa::parse_json_text<nlohmann::json>(text, file);
+  } catch (const isa::JsonError& e) {
+    throw WorkloadError(file, e.where(), e.what_text());
   }
-  if (!problem.empty()) throw WorkloadError(file, "JSON", problem);
-  return doc;
 }
 
 namespace {

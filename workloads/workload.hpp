@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "isa/dtype.hpp"
+#include "isa/json.hpp"
 #include "isa/names.hpp"
 
 namespace trnsim::workloads {
@@ -47,8 +48,8 @@ struct Workload {
 };
 
 // Parses `text` (the contents of `file`) as JSON: malformed JSON, duplicate keys and nesting
-// deeper than kMaxJsonDepth are errors naming the line and column.
-constexpr int kMaxJsonDepth = 64;
+// deeper than kMaxJsonDepth are errors naming the line and column (isa/json.hpp).
+using isa::kMaxJsonDepth;
 nlohmann::json parse_json(const std::string& text, const std::string& file);
 
 Workload parse_workload(const std::string& text, const std::string& file);

@@ -17,6 +17,30 @@ for f in bin/trnsim share/trnsim/examples/rmsnorm.json share/trnsim/examples/mic
 done
 [ -x "$prefix/bin/trnsim" ] || fail "the installed bin/trnsim is not executable"
 
+# The presets are built in (the binary reads no data file), and installed as a start for users'
+# own arch files; the installed binary runs from any directory, sweeps included.
+for f in share/trnsim/arch/trn1.json share/trnsim/arch/trn2.json share/trnsim/arch/trn3.json \
+         share/trnsim/examples/sweeps/rmsnorm_hbm_bandwidth.json; do
+  [ -e "$prefix/$f" ] || fail "the install has no $f"
+done
+mkdir -p "$scratch/elsewhere"
+(cd "$scratch/elsewhere" && "$prefix/bin/trnsim" params --arch trn3 >params.txt) ||
+  fail "the installed trnsim cannot list the trn3 preset"
+grep -q "^sbuf_partition_bytes *262144" "$scratch/elsewhere/params.txt" ||
+  fail "the installed trn3 preset is not arch/trn3.json's"
+(cd "$scratch/elsewhere" &&
+  "$prefix/bin/trnsim" params --arch "$prefix/share/trnsim/arch/trn2.json" >trn2-file.txt &&
+  "$prefix/bin/trnsim" params --arch trn2 >trn2.txt) || fail "the installed trn2.json is not an arch file"
+# Same names and values (the sources name the file they came from).
+diff <(awk '{print $1, $2}' "$scratch/elsewhere/trn2.txt" | sed -n '/^name /,$p') \
+     <(awk '{print $1, $2}' "$scratch/elsewhere/trn2-file.txt" | sed -n '/^name /,$p') >/dev/null ||
+  fail "the installed arch/trn2.json reads back to other values than the built-in trn2"
+(cd "$scratch/elsewhere" && "$prefix/bin/trnsim" sweep \
+  "$prefix/share/trnsim/examples/sweeps/rmsnorm_hbm_bandwidth.json" -j 2 --out sweep \
+  >sweep.out 2>sweep.err) || { cat "$scratch/elsewhere/sweep.err" >&2; fail "the installed example sweep failed"; }
+[ "$(grep -c ',ok,' "$scratch/elsewhere/sweep/results.csv")" -ge 8 ] ||
+  fail "the installed example sweep has too few points: $(cat "$scratch/elsewhere/sweep/results.csv")"
+
 "$cmake" -S "$consumer" -B "$scratch/consumer" -DCMAKE_PREFIX_PATH="$prefix" \
   >"$scratch/configure.log" || { cat "$scratch/configure.log" >&2; fail "configure failed"; }
 "$cmake" --build "$scratch/consumer" >"$scratch/build.log" ||

@@ -114,3 +114,27 @@ TEST_CASE("more cores than the chip has exits 2 naming /cores") {
   CHECK(rejected("cores_trn1", R"({"kernel": "dma", "cores": 3})", "--arch trn1")
             .find("a trn1 chip has 2") != std::string::npos);
 }
+
+TEST_CASE("an unknown matmul strategy exits 2 naming /strategy and the four strategies") {
+  const std::string err = rejected(
+      "matmul_strategy", R"({"kernel": "matmul", "strategy": 5, "shape": [512, 1024, 1024]})");
+  CHECK(err.find("/strategy: unknown matmul strategy 5") != std::string::npos);
+  CHECK(err.find("4 (blocked all dimensions)") != std::string::npos);
+}
+
+TEST_CASE("matmul blocks that do not fit SBUF exit 2 naming the param, before the host limit") {
+  // Also too large for a functional run: the SBUF error, which --timing-only does not lift,
+  // comes first.
+  const std::string err = rejected("matmul_blocks",
+                                   R"({"kernel": "matmul", "strategy": 4, "shape": [16384, 16384,
+                                       16384], "params": {"block_m": 16384, "block_k": 16384}})");
+  CHECK(err.find("/params/block_k") != std::string::npos);
+  CHECK(err.find("bytes per partition of SBUF") != std::string::npos);
+}
+
+TEST_CASE("an mlp without an activation exits 2 naming /activation") {
+  const std::string err =
+      rejected("mlp_activation", R"({"kernel": "mlp", "shape": [512, 1024, 4096]})");
+  CHECK(err.find("/activation: missing; expected one of: gelu, gelu_tanh, silu") !=
+        std::string::npos);
+}

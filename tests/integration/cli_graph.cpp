@@ -117,3 +117,27 @@ TEST_CASE("a graph input can come from a .npy file, and a bad one is refused") {
       "ops": [{"op": "sum", "args": ["x"], "dim": -1, "out": "y"}]})");
   CHECK_THAT(err, Contains("/inputs/x/npy") && Contains("cannot read"));
 }
+
+TEST_CASE("trnsim compare shows the three RMSNorm paths side by side with each one's bottleneck") {
+  const std::string dir = fresh_dir("graph_compare");
+  std::string dirs;
+  for (const char* n : {"rmsnorm_eager", "rmsnorm_fused", "rmsnorm_compiled"}) {
+    const Invocation r = trnsim_test::trnsim(
+        example(std::string(n) + ".json") + " --timing-only --out " + dir + "/" + n, dir);
+    REQUIRE(r.exit_code == 0);
+    dirs += " " + dir + "/" + n;
+  }
+  const Invocation c = trnsim_test::trnsim("compare" + dirs, dir);
+  INFO(c.err);
+  REQUIRE(c.exit_code == 0);
+  CHECK_THAT(c.out, Contains("kernel launches") && Contains("device time") &&
+                        Contains("rmsnorm_eager: HBM round trips") &&
+                        Contains("rmsnorm_fused: ScalarE") &&
+                        Contains("rmsnorm_compiled: DMA bandwidth"));
+  const Invocation j = trnsim_test::trnsim("compare --json" + dirs, dir);
+  REQUIRE(j.exit_code == 0);
+  const auto runs = nlohmann::json::parse(j.out)["runs"];
+  REQUIRE(runs.size() == 3);
+  CHECK(runs[0]["kernel_launches"] == 6);
+  CHECK(trnsim_test::trnsim("compare " + dir + "/nothing", dir).exit_code == 2);
+}

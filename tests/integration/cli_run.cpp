@@ -106,3 +106,26 @@ TEST_CASE("trnsim run WORKLOAD is the same as trnsim WORKLOAD") {
   CHECK(r.exit_code == 0);
   CHECK(r.out.find("mode=timing-only") != std::string::npos);
 }
+
+TEST_CASE("the matmul and mlp examples pass their checks, the same in timing-only mode") {
+  for (const std::string name : {"matmul_s1", "matmul_s4", "mlp_gelu"}) {
+    INFO(name);
+    const std::string dir = fresh_dir("run_" + name);
+    const Invocation r = trnsim(example(name + ".json") + " --out " + dir + "/full", dir);
+    INFO(r.err);
+    REQUIRE(r.exit_code == 0);
+    CHECK(r.out.find("check: PASS") != std::string::npos);
+    REQUIRE(trnsim(example(name + ".json") + " --timing-only --out " + dir + "/t", dir).exit_code ==
+            0);
+    const auto full = read_json(dir + "/full/stats.json");
+    CHECK(full["summary"] == read_json(dir + "/t/stats.json")["summary"]);
+    CHECK(full["summary"]["hbm_read_bytes"] == full["choices"]["hbm_bytes_loaded"]);
+  }
+  // 512 x 1024 x 1024 bf16: strategy 4's one block reads A and B once and writes C.
+  const auto s4 = read_json(std::string(TRNSIM_TEST_OUT) + "/run_matmul_s4/full/stats.json");
+  CHECK(s4["summary"]["hbm_read_bytes"] == (512 * 1024 + 1024 * 1024) * 2);
+  CHECK(s4["summary"]["hbm_write_bytes"] == 512 * 1024 * 2);
+  CHECK(s4["summary"]["model_flops"] == 2ULL * 512 * 1024 * 1024);
+  CHECK(s4["choices"]["strategy"] == 4);
+  CHECK(s4["choices"]["block_k"] == 1024);
+}

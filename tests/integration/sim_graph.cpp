@@ -101,3 +101,11 @@ TEST_CASE("the graph check fails when a kernel computes the wrong thing") {
   });
   CHECK(c.status == workloads::CheckResult::Status::fail);
 }
+TEST_CASE("a compiled GELU MLP (matmul, fused GELU, matmul) matches the reference") {
+  require_pass(run_graph(mlp_graph("compile", 160, 128, 256)));
+}
+TEST_CASE("an eager matmul through the library kernel matches the reference") {
+  require_pass(
+      run_graph(graph_json("eager", R"("a": {"shape": [200, 96]}, "b": {"shape": [96, 136]})",
+                           R"({"op": "matmul", "args": ["a", "b"], "strategy": 1, "out": "y"})")));
+}

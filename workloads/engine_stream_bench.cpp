@@ -1,4 +1,4 @@
-#include "workloads/engine_stream.hpp"
+#include "workloads/engine_stream_bench.hpp"
 
 #include <fmt/format.h>
 

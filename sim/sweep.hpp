@@ -1,0 +1,46 @@
+// `trnsim sweep SWEEP.json`: architecture what-if studies. The sweep file (docs/sweeps.md)
+// names workloads, a base arch and parameters to vary (a grid, zipped lists, or both); every
+// point is one `trnsim run ... --set ...` in a child process of its own (SystemC runs one
+// simulation per process), at most `jobs` at once, or spread over MPI ranks. Results: CSV and
+// JSON (one row per point), a text table, a gnuplot SVG.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace trnsim::sim {
+
+struct SweepOptions {
+  std::string file;
+  int jobs = 1;
+  std::string out;  // empty: trnsim-sweep/<the sweep file's name without .json>
+  bool resume = false;
+  // The points' mode: the sweep file's "timing_only" (default true), unless one of these is set.
+  bool full = false;         // run the functional model and its check too
+  bool timing_only = false;  // timing only, whatever the file says
+};
+
+// How points are spread over processes: one (rank 0 of 1), or MPI ranks (sim/sweep_mpi.cpp).
+class SweepComm {
+ public:
+  virtual ~SweepComm() = default;
+  virtual int rank() const { return 0; }
+  virtual int size() const { return 1; }
+  // Every rank's `mine`, in rank order, on rank 0; empty on the others. Collective.
+  virtual std::vector<std::string> gather(const std::string& mine) { return {mine}; }
+  // Rank 0's `value` on every rank. Collective.
+  virtual int broadcast(int value) { return value; }
+};
+
+// Exit code: 0 every point ran, 1 some point failed (or failed its functional check), 2 a bad
+// sweep file or option (nothing ran).
+int sweep(const SweepOptions& options, SweepComm& comm);
+
+// The MPI world when this process was started by an MPI launcher (mpirun, srun) and trnsim
+// was built with TRNSIM_MPI; nullptr otherwise. Defined in sim/sweep_mpi.cpp, or as nullptr.
+std::unique_ptr<SweepComm> mpi_comm();
+// The number of ranks an MPI launcher says this process is one of (1 when none).
+int launcher_ranks();
+
+}  // namespace trnsim::sim

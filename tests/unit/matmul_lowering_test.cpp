@@ -1,0 +1,458 @@
+// Matmul and MLP lowerings without simulation: what each strategy loads from HBM and how many
+// instructions it emits, tiles that follow the PE array, the full-size shape in timing-only form,
+// the synchronization (the program played in several engine orders still computes the right
+// result), the references, and the errors for bad options.
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "isa/arch.hpp"
+#include "isa/instruction.hpp"
+#include "isa/parameters.hpp"
+#include "isa/program.hpp"
+#include "isa/semantics.hpp"
+#include "isa/validate.hpp"
+#include "workloads/engine_streams.hpp"
+#include "workloads/lowering.hpp"
+#include "workloads/matmul.hpp"
+#include "workloads/mlp.hpp"
+#include "workloads/workload.hpp"
+
+using Catch::Matchers::Contains;
+using Catch::Matchers::StartsWith;
+using trnsim::isa::ArchConfig;
+using trnsim::isa::Engine;
+using trnsim::isa::Instruction;
+using trnsim::isa::Memory;
+using trnsim::isa::Opcode;
+using trnsim::isa::Program;
+using trnsim::workloads::lower;
+using trnsim::workloads::LoweredKernel;
+using trnsim::workloads::parse_workload;
+using trnsim::workloads::Workload;
+using trnsim::workloads::WorkloadError;
+
+namespace {
+
+Workload matmul(int strategy, const std::string& shape, const std::string& params = "{}",
+                const std::string& layout = "km", const std::string& dtype = "bf16") {
+  return parse_workload(R"({"kernel": "matmul", "strategy": )" + std::to_string(strategy) +
+                            R"(, "a_layout": ")" + layout + R"(", "shape": )" + shape +
+                            R"(, "dtype": ")" + dtype + R"(", "params": )" + params + "}",
+                        "w.json");
+}
+
+Workload mlp(const std::string& shape, const std::string& params = "{}",
+             const std::string& activation = "gelu") {
+  return parse_workload(R"({"kernel": "mlp", "activation": ")" + activation + R"(", "shape": )" +
+                            shape + R"(, "dtype": "bf16", "params": )" + params + "}",
+                        "w.json");
+}
+
+std::string error_of(const std::string& json, const ArchConfig& arch = trnsim::isa::trn2()) {
+  try {
+    lower(parse_workload(json, "w.json"), arch, false);
+  } catch (const WorkloadError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+uint64_t count(const Program& p, Opcode op) {
+  uint64_t n = 0;
+  for (const auto& s : p.streams)
+    for (const auto& in : s) n += in.opcode == op;
+  return n;
+}
+
+uint64_t hbm_bytes_read(const Program& p) {
+  uint64_t n = 0;
+  for (const auto& s : p.streams)
+    for (const auto& in : s)
+      if (trnsim::isa::is_dma(in.opcode) && in.src[0].memory == Memory::hbm) n += in.dst.bytes();
+  return n;
+}
+
+ArchConfig with(const std::vector<std::string>& sets) {
+  ArchConfig arch = trnsim::isa::trn2();
+  for (const auto& s : sets) trnsim::isa::set_parameter(arch, s);
+  return arch;
+}
+
+// Plays the program's instructions in an order its semaphores allow, without timing: each DMA
+// completes when triggered and raises its queue's semaphore by the DMA engines it uses (D1).
+// Engines are visited in `order`, each running as far as its waits allow, so different orders
+// expose a missing wait. Returns false on deadlock.
+bool play(const Program& p, const ArchConfig& arch, trnsim::isa::MemoryImage& mem,
+          const std::vector<Engine>& order) {
+  std::vector<int64_t> sem(p.semaphores.size(), 0);
+  std::vector<size_t> next(trnsim::isa::kEngineCount, 0);
+  auto ready = [&](const Instruction& in) {
+    for (const auto& w : in.waits)
+      if (sem[w.semaphore] < w.value) return false;
+    return true;
+  };
+  for (bool progress = true; progress;) {
+    progress = false;
+    for (Engine e : order) {
+      const auto& stream = p.stream(e);
+      size_t& i = next[trnsim::isa::index_of(e)];
+      while (i < stream.size() && ready(stream[i])) {
+        const Instruction& in = stream[i];
+        trnsim::isa::execute(in, mem);
+        if (trnsim::isa::is_dma(in.opcode)) {
+          sem[p.queues[in.dma_queue].semaphore] += arch.dma_engines_for(in.dst.partitions);
+        }
+        for (const auto& u : in.updates) sem[u.semaphore] += u.value;
+        ++i;
+        progress = true;
+      }
+    }
+  }
+  for (Engine e : trnsim::isa::kAllEngines) {
+    if (next[trnsim::isa::index_of(e)] != p.stream(e).size()) return false;
+  }
+  return true;
+}
+
+// The kernel's output is right whichever engine runs ahead.
+void check_in_every_order(const Workload& w) {
+  const ArchConfig arch = trnsim::isa::trn2();
+  const LoweredKernel k = lower(w, arch, true);
+  trnsim::isa::validate(k.program, arch);
+  const std::vector<std::vector<Engine>> orders = {
+      {Engine::sync, Engine::tensor, Engine::scalar, Engine::vector, Engine::gpsimd},
+      {Engine::vector, Engine::scalar, Engine::tensor, Engine::sync, Engine::gpsimd},
+      {Engine::tensor, Engine::vector, Engine::sync, Engine::scalar, Engine::gpsimd}};
+  for (const auto& order : orders) {
+    trnsim::isa::MemoryImage mem(arch, k.program.dram_bytes());
+    trnsim::workloads::load_inputs(k, mem);
+    REQUIRE(play(k.program, arch, mem, order));
+    const auto c = trnsim::workloads::check_outputs(k, mem);
+    INFO("order starting with " << trnsim::isa::name_of(order[0]) << ": max abs "
+                                << c.max_abs_error);
+    CHECK(c.status == trnsim::workloads::CheckResult::Status::pass);
+  }
+}
+
+const std::string kFull = "[4096, 8192, 8192]";
+
+}  // namespace
+
+TEST_CASE("matmul strategies load fewer HBM bytes in turn: 1 > 2 > 3 >= 4", "[unit][matmul]") {
+  for (const std::string& shape : {kFull, std::string("[1024, 2048, 4096]")}) {
+    std::vector<uint64_t> bytes;
+    for (int s = 1; s <= 4; ++s) {
+      const LoweredKernel k = lower(matmul(s, shape), trnsim::isa::trn2(), false);
+      bytes.push_back(hbm_bytes_read(k.program));
+      CHECK(k.choices["hbm_bytes_loaded"].get<uint64_t>() == bytes.back());
+    }
+    INFO(shape << ": " << bytes[0] << " " << bytes[1] << " " << bytes[2] << " " << bytes[3]);
+    CHECK(bytes[0] > bytes[1]);
+    CHECK(bytes[1] > bytes[2]);
+    CHECK(bytes[2] >= bytes[3]);
+  }
+  // At the full shape: strategy 1 reloads A per N tile and B per M tile (1 + 4 GiB); strategy
+  // 2 loads A once (64 MiB); strategy 4's blocks of 2048 x 1024 x 1024 load A 8 times and B
+  // twice (768 MiB).
+  const LoweredKernel s1 = lower(matmul(1, kFull), trnsim::isa::trn2(), false);
+  CHECK(hbm_bytes_read(s1.program) == (5ULL << 30));
+  const LoweredKernel s4 = lower(matmul(4, kFull), trnsim::isa::trn2(), false);
+  CHECK(hbm_bytes_read(s4.program) == (768ULL << 20));
+}
+
+TEST_CASE(
+    "every strategy lowers [4096, 8192, 8192] bf16 for timing under the instruction and "
+    "SBUF limits",
+    "[unit][matmul]") {
+  const ArchConfig arch = trnsim::isa::trn2();
+  for (int s = 1; s <= 4; ++s) {
+    for (const std::string layout : {"km", "mk"}) {
+      INFO("strategy " << s << " " << layout);
+      const LoweredKernel k = lower(matmul(s, kFull, "{}", layout), arch, false);
+      CHECK_NOTHROW(trnsim::isa::validate(k.program, arch));
+      CHECK(k.program.instruction_count() < arch.max_instructions);
+      CHECK(k.choices["sbuf_bytes_per_partition"].get<uint64_t>() <= arch.sbuf_partition_bytes);
+      CHECK(count(k.program, Opcode::matmul) == 32 * 16 * 64);
+      CHECK(k.model_flops == 2ULL * 4096 * 8192 * 8192);
+      CHECK(k.inputs.empty());
+    }
+  }
+}
+
+TEST_CASE("matmul instruction counts per strategy", "[unit][matmul]") {
+  const ArchConfig arch = trnsim::isa::trn2();
+  // [256, 384, 1024]: 2 x 3 x 2 tiles (M, K, N).
+  const LoweredKernel s1 = lower(matmul(1, "[256, 384, 1024]"), arch, false);
+  CHECK(count(s1.program, Opcode::matmul) == 12);
+  CHECK(count(s1.program, Opcode::dma_copy) == 2 * 12 + 4);  // A and B per matmul; 4 stores
+  CHECK(s1.program.instruction_count() == 12 + 24 + 4 + 4);  // and 4 evacuations
+  const LoweredKernel s2 = lower(matmul(2, "[256, 384, 1024]"), arch, false);
+  CHECK(count(s2.program, Opcode::dma_copy) == 2 + 4 + 4);  // A per M tile, B per output tile
+  // Strategy 4 with its default blocks holds the whole problem: one load of each operand.
+  const LoweredKernel s4 = lower(matmul(4, "[256, 384, 1024]"), arch, false);
+  CHECK(count(s4.program, Opcode::dma_copy) == 2 + 2);  // stores: one per 128-row block row
+  for (const auto& in : s4.program.stream(Engine::vector)) {
+    if (in.opcode == Opcode::dma_copy) CHECK(in.dst.free_elements() == 1024);
+  }
+  // The [M, K] layout transposes A on the way in, one dma_transpose per 128 rows of K.
+  const LoweredKernel t4 = lower(matmul(4, "[256, 384, 1024]", "{}", "mk"), arch, false);
+  CHECK(count(t4.program, Opcode::dma_transpose) == 3);
+  CHECK(t4.program.find_dram_tensor("a")->shape == std::vector<int64_t>{256, 384});
+  CHECK(t4.program.find_dram_tensor("a_t") == nullptr);
+  CHECK(s4.program.find_dram_tensor("a_t")->shape == std::vector<int64_t>{384, 256});
+  CHECK(s4.program.find_dram_tensor("b")->shape == std::vector<int64_t>{384, 1024});
+  CHECK(s4.program.find_dram_tensor("c")->shape == std::vector<int64_t>{256, 1024});
+}
+
+TEST_CASE("matmul tiles follow pe_rows, pe_columns and the moving size, not 128 and 512",
+          "[unit][matmul]") {
+  const auto w = matmul(4, "[1024, 1024, 2048]");
+  auto matmuls = [&](const ArchConfig& arch) {
+    const LoweredKernel k = lower(w, arch, false);
+    trnsim::isa::validate(k.program, arch);
+    return count(k.program, Opcode::matmul);
+  };
+  const uint64_t base = matmuls(trnsim::isa::trn2());
+  CHECK(base == 8 * 8 * 4);
+  CHECK(matmuls(with({"pe_rows=64"})) == 2 * base);
+  CHECK(matmuls(with({"pe_columns=64"})) == 2 * base);
+  // Wider moving tiles need PSUM banks that hold them: 4 KiB banks hold 1024 fp32.
+  CHECK(matmuls(with({"psum_partition_bytes=32768", "matmul_moving_max=1024"})) == base / 2);
+  // A stationary's columns become PSUM partitions: a 256-column PE array cannot be used wider
+  // than the 128 partitions, so the tiles stay 128 rows (docs/kernels.md).
+  CHECK(matmuls(with({"pe_columns=256"})) == base);
+  const LoweredKernel narrow = lower(w, with({"pe_rows=64", "pe_columns=32"}), false);
+  CHECK(narrow.choices["tile_k"] == 64);
+  CHECK(narrow.choices["tile_m"] == 32);
+  for (const auto& in : narrow.program.stream(Engine::tensor)) {
+    CHECK(in.src[0].partitions <= 64);
+    CHECK(in.src[0].free_elements() <= 32);
+  }
+}
+
+TEST_CASE("matmul strategy 4 keeps TensorE's waits few: one per accumulation group at most",
+          "[unit][matmul]") {
+  const LoweredKernel k = lower(matmul(4, kFull), trnsim::isa::trn2(), false);
+  uint64_t waiting = 0, groups = 0;
+  for (const auto& in : k.program.stream(Engine::tensor)) {
+    waiting += !in.waits.empty();
+    groups += in.accumulate_start;
+  }
+  CHECK(waiting <= groups);
+  // Updates only where someone waits: far fewer than the 32,768 matmuls.
+  uint64_t updates = 0;
+  for (const auto& in : k.program.stream(Engine::tensor)) updates += !in.updates.empty();
+  CHECK(updates < 32768 / 4);
+}
+
+TEST_CASE("matmul lowerings compute the product whichever engine runs ahead", "[unit][matmul]") {
+  const std::string shape = "[200, 300, 600]";
+  for (int s = 1; s <= 4; ++s) {
+    for (const std::string layout : {"km", "mk"}) {
+      INFO("strategy " << s << " " << layout);
+      check_in_every_order(matmul(s, shape, "{}", layout));
+    }
+  }
+  check_in_every_order(matmul(3, shape, R"({"block_m": 128, "block_n": 512, "bufs": 1})"));
+  check_in_every_order(
+      matmul(4, shape, R"({"block_m": 128, "block_k": 128, "block_n": 512, "bufs": 1})"));
+  check_in_every_order(
+      matmul(4, shape, R"({"block_k": 128, "out_bufs": 1, "psum_bufs": 2})", "mk"));
+}
+
+TEST_CASE("the mlp lowering computes the MLP whichever engine runs ahead", "[unit][mlp]") {
+  check_in_every_order(mlp("[300, 200, 700]"));
+  check_in_every_order(mlp("[300, 600, 700]",
+                           R"({"block_m": 128, "w1_tiles": 1, "w2_tiles": 1, "bufs": 1})", "silu"));
+}
+
+TEST_CASE("the mlp applies its activation on ScalarE reading PSUM", "[unit][mlp]") {
+  const LoweredKernel k =
+      lower(mlp("[512, 1024, 4096]", "{}", "gelu_tanh"), trnsim::isa::trn2(), false);
+  uint64_t activations = 0;
+  for (const auto& in : k.program.stream(Engine::scalar)) {
+    if (in.opcode != Opcode::activation) continue;
+    ++activations;
+    CHECK(in.function == trnsim::isa::ActivationFunction::gelu_tanh);
+    CHECK(in.src[0].memory == Memory::psum);
+    CHECK(in.dst.memory == Memory::sbuf);
+  }
+  CHECK(activations == 4096 / 128);  // one per F tile of the one chunk of 512 rows
+  CHECK(count(k.program, Opcode::matmul) == 2 * 8 * 32 * 1);
+  CHECK(k.model_flops == 4ULL * 512 * 1024 * 4096);
+  // x^T comes through the DMA transpose unit; the hidden never goes to HBM.
+  CHECK(count(k.program, Opcode::dma_transpose) == 1024 / 128);
+  uint64_t stores = 0;
+  for (const auto& s : k.program.streams)
+    for (const auto& in : s)
+      if (trnsim::isa::is_dma(in.opcode) && in.dst.memory == Memory::hbm) {
+        ++stores;
+        CHECK(in.dst.offset >= k.program.find_dram_tensor("y")->address);
+      }
+  CHECK(stores == 4 * 2);
+}
+
+TEST_CASE("references: matmul and the MLP in double precision", "[unit][matmul]") {
+  // [[1, 2, 3], [4, 5, 6]] @ [[1, 0], [0, 1], [1, 1]]
+  const auto c =
+      trnsim::workloads::matmul_reference({1, 2, 3, 4, 5, 6}, {1, 0, 0, 1, 1, 1}, 2, 3, 2);
+  CHECK(c == std::vector<float>{4, 5, 10, 11});
+  using trnsim::isa::ActivationFunction;
+  for (ActivationFunction f :
+       {ActivationFunction::gelu, ActivationFunction::gelu_tanh, ActivationFunction::silu}) {
+    for (double x = -6; x <= 6; x += 0.25) {
+      const double want = trnsim::workloads::activation_reference(f, x);
+      CHECK(std::abs(trnsim::isa::apply(f, static_cast<float>(x)) - want) <=
+            1e-6 * std::max(1.0, std::abs(want)));
+    }
+  }
+  // y = silu(x w1) w2 with one element each: silu(2 * 3) * 0.5, the hidden rounded to bf16.
+  const auto y = trnsim::workloads::mlp_reference(
+      {2}, {3}, {0.5f}, 1, 1, 1, ActivationFunction::silu, trnsim::isa::DType::bf16);
+  CHECK(y[0] == Approx(trnsim::isa::round_to(trnsim::isa::DType::bf16,
+                                             static_cast<float>(6 / (1 + std::exp(-6.0)))) *
+                       0.5));
+}
+
+TEST_CASE("EngineStreams waits only when the engine does not already know", "[unit][matmul]") {
+  Program p;
+  const ArchConfig arch = trnsim::isa::trn2();
+  trnsim::workloads::EngineStreams s(p, arch, "w.json");
+  auto nop = [](Engine e) {
+    Instruction in;
+    in.opcode = Opcode::nop;
+    in.engine = e;
+    return in;
+  };
+  const auto a1 = s.emit(nop(Engine::vector), {});
+  const auto a2 = s.emit(nop(Engine::vector), {});
+  s.emit(nop(Engine::vector), a1);  // its own engine: stream order
+  s.emit(nop(Engine::tensor), a2);  // waits
+  s.emit(nop(Engine::tensor), a1);  // already knows
+  s.finish();
+  const auto& pe = p.stream(Engine::tensor);
+  REQUIRE(pe[0].waits.size() == 1);
+  CHECK(pe[0].waits[0].value == 1);  // renumbered: a2 is the only instruction waited for
+  CHECK(pe[1].waits.empty());
+  const auto& dve = p.stream(Engine::vector);
+  CHECK(dve[0].updates.empty());
+  CHECK(dve[1].updates.size() == 1);
+  CHECK(dve[2].updates.empty());
+}
+
+TEST_CASE("matmul options and params are checked, naming the key", "[unit][matmul]") {
+  const std::string base = R"({"kernel": "matmul", "shape": [512, 1024, 1024], )";
+  CHECK_THAT(error_of(base + R"("strategy": 5})"),
+             StartsWith("w.json: /strategy: unknown matmul strategy 5"));
+  CHECK_THAT(error_of(base + R"("strategy": "2"})"), StartsWith("w.json: /strategy:"));
+  CHECK_THAT(error_of(base + R"("strategy": 1, "a_layout": "nk"})"),
+             StartsWith("w.json: /a_layout: expected \"km\""));
+  CHECK_THAT(error_of(base + R"("strategy": 1, "params": {"block_k": 256}})"),
+             StartsWith("w.json: /params/block_k: unknown parameter for matmul strategy 1") &&
+                 Contains("bufs, out_bufs, psum_bufs"));
+  CHECK_THAT(error_of(base + R"("strategy": 4, "params": {"blok_k": 256}})"),
+             Contains("did you mean \"block_k\""));
+  CHECK_THAT(error_of(base + R"("strategy": 4, "params": {"block_m": 1000}})"),
+             StartsWith("w.json: /params/block_m: expected a multiple of the 128-element tile"));
+  CHECK_THAT(error_of(base + R"("strategy": 3, "params": {"bufs": 9}})"),
+             StartsWith("w.json: /params/bufs: expected an integer in [1, 8]"));
+  CHECK_THAT(error_of(base + R"("strategy": 3, "params": {"psum_bufs": 9}})"),
+             StartsWith("w.json: /params/psum_bufs: expected an integer in [1, 8]"));
+  CHECK_THAT(error_of(R"({"kernel": "matmul", "shape": [512, 1024]})"),
+             StartsWith("w.json: /shape: expected an array of 3 positive integers [M, K, N]"));
+  CHECK_THAT(error_of(R"({"kernel": "matmul", "shape": [512, 0, 1024]})"),
+             StartsWith("w.json: /shape/1: expected a positive integer"));
+  CHECK_THAT(error_of(R"({"kernel": "matmul", "shape": [512, 1024, 1024], "dtype": "int8"})"),
+             StartsWith("w.json: /dtype: matmul takes a floating-point dtype"));
+  CHECK_THAT(error_of(R"({"kernel": "matmul", "shape": [512, 1024, 1024], "activation": "gelu"})"),
+             StartsWith("w.json: /activation: unknown key for kernel matmul"));
+}
+
+TEST_CASE("matmul sizes that cannot fit are refused before lowering", "[unit][matmul]") {
+  // Strategy 4 with explicit huge blocks: A and B blocks of 16384 deep do not fit SBUF.
+  CHECK_THAT(error_of(R"({"kernel": "matmul", "strategy": 4, "shape": [16384, 16384, 16384],
+                          "params": {"block_m": 16384, "block_k": 16384, "block_n": 1024}})"),
+             StartsWith("w.json: /params/block_k: matmul strategy 4") &&
+                 Contains("bytes per partition of SBUF") && Contains("trn2 has 229376"));
+  // Strategies 2 and 3 keep all of K on chip: K = 1M does not fit, strategy 4 is suggested.
+  for (int s : {2, 3}) {
+    CHECK_THAT(error_of(R"({"kernel": "matmul", "strategy": )" + std::to_string(s) +
+                        R"(, "shape": [128, 1048576, 512]})"),
+               StartsWith("w.json: /shape/1: matmul strategy " + std::to_string(s)) &&
+                   Contains("K = 1048576") && Contains("Strategy 4 blocks K"));
+  }
+  // ... while strategy 4 blocks it.
+  CHECK(error_of(R"({"kernel": "matmul", "strategy": 4, "shape": [128, 1048576, 512]})").empty());
+  CHECK_THAT(error_of(R"({"kernel": "matmul", "shape": [1000000, 1000000, 1000000]})"),
+             StartsWith("w.json: /shape: A [1000000, 1000000]") && Contains("HBM"));
+  CHECK_THAT(error_of(R"({"kernel": "matmul", "strategy": 1, "shape": [16384, 16384, 16384]})"),
+             StartsWith("w.json: /shape: [16384, 16384, 16384] with matmul strategy 1 lowers to "
+                        "about") &&
+                 Contains("at most 1000000"));
+  // Functional runs are refused above 1 GiB of tensors, suggesting --timing-only.
+  try {
+    lower(matmul(4, "[16384, 16384, 16384]"), trnsim::isa::trn2(), true);
+    FAIL("no error");
+  } catch (const WorkloadError& e) {
+    CHECK_THAT(e.what(), Contains("--timing-only"));
+  }
+}
+
+TEST_CASE("mlp options and params are checked, naming the key", "[unit][mlp]") {
+  CHECK_THAT(error_of(R"({"kernel": "mlp", "shape": [128, 256, 512]})"),
+             StartsWith("w.json: /activation: missing; expected one of: gelu, gelu_tanh, silu"));
+  CHECK_THAT(error_of(R"({"kernel": "mlp", "activation": "relu", "shape": [128, 256, 512]})"),
+             StartsWith("w.json: /activation: unknown activation \"relu\""));
+  CHECK_THAT(error_of(R"({"kernel": "mlp", "activation": "gleu", "shape": [128, 256, 512]})"),
+             Contains("did you mean \"gelu\""));
+  CHECK_THAT(error_of(R"({"kernel": "mlp", "activation": "silu", "shape": [128, 256]})"),
+             StartsWith("w.json: /shape: expected an array of 3 positive integers [M, D, F]"));
+  CHECK_THAT(error_of(R"({"kernel": "mlp", "activation": "silu", "shape": [128, 256, 512],
+                          "params": {"block_m": 1024}})"),
+             StartsWith("w.json: /params/block_m: expected an integer in [1, 512]"));
+  CHECK_THAT(error_of(R"({"kernel": "mlp", "activation": "silu", "shape": [128, 256, 512],
+                          "params": {"tile": 1}})"),
+             StartsWith("w.json: /params/tile: unknown mlp parameter"));
+  CHECK_THAT(error_of(R"({"kernel": "mlp", "activation": "silu", "shape": [1024, 256, 512],
+                          "params": {"psum_bufs": 2}})"),
+             StartsWith("w.json: /params/psum_bufs: the second matmul accumulates 4 output tiles"));
+  // The hidden of even 128 rows of x does not fit SBUF when F is 2 million.
+  CHECK_THAT(error_of(R"({"kernel": "mlp", "activation": "silu", "shape": [128, 128, 2000000]})"),
+             StartsWith("w.json: /shape: mlp of D = 128, F = 2000000") &&
+                 Contains("bytes per partition of SBUF"));
+  CHECK_THAT(error_of(R"({"kernel": "mlp", "activation": "silu", "shape": [128, 128, 2000000],
+                          "params": {"block_m": 512, "bufs": 4}})"),
+             StartsWith("w.json: /params/block_m: mlp needs"));
+}
+
+TEST_CASE("matmul blocks not given are chosen to fit SBUF; given ones are kept", "[unit][matmul]") {
+  const ArchConfig arch = trnsim::isa::trn2();
+  // Strategy 3 at K 8192: blocks of all K, one buffer and 640 x 1024 (docs/kernels.md).
+  const LoweredKernel s3 = lower(matmul(3, kFull), arch, false);
+  CHECK(s3.choices["block_m"] == 640);
+  CHECK(s3.choices["block_n"] == 1024);
+  CHECK(s3.choices["bufs"] == 1);
+  const LoweredKernel m_given =
+      lower(matmul(3, kFull, R"({"block_m": 256, "bufs": 2})"), arch, false);
+  CHECK(m_given.choices["block_m"] == 256);
+  CHECK(m_given.choices["block_n"] == 512);  // the widest that fits two buffers beside it
+  CHECK(m_given.choices["bufs"] == 2);
+  CHECK(m_given.choices["sbuf_bytes_per_partition"].get<uint64_t>() <= arch.sbuf_partition_bytes);
+  // Strategy 4's 2048 x 1024 x 1024 do not fit in fp32: block_m is halved.
+  const LoweredKernel fp32 = lower(matmul(4, kFull, "{}", "km", "fp32"), arch, false);
+  CHECK(fp32.choices["block_m"] == 1024);
+  CHECK(fp32.choices["block_k"] == 1024);
+  CHECK(fp32.choices["sbuf_bytes_per_partition"].get<uint64_t>() <= arch.sbuf_partition_bytes);
+  // A given block is kept and the others shrink around it; when all are given, an error.
+  const LoweredKernel m2048 =
+      lower(matmul(4, kFull, R"({"block_m": 2048})", "km", "fp32"), arch, false);
+  CHECK(m2048.choices["block_m"] == 2048);
+  CHECK(m2048.choices["block_k"] == 512);
+  CHECK_THAT(error_of(R"({"kernel": "matmul", "shape": [4096, 8192, 8192], "dtype": "fp32",
+                          "params": {"block_m": 2048, "block_k": 1024, "block_n": 1024}})"),
+             StartsWith("w.json: /params/block_k: matmul strategy 4") &&
+                 Contains("for fp32 partial sums"));
+}
