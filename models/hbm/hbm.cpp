@@ -34,6 +34,18 @@ HbmModel::HbmModel(const isa::ArchConfig& arch, uint32_t stacks)
       t_rfc_(ns(hbm_.t_rfc)),
       peak_per_stack_(static_cast<double>(hbm_.burst_bytes) * hbm_.pseudo_channels /
                       t_burst_.ns()) {
+  if (t_refi_.value > 0) refi_reciprocal_ = UINT64_MAX / static_cast<uint64_t>(t_refi_.value);
+  div_.interleave = Divisor(hbm_.interleave_bytes);
+  div_.channels = Divisor(hbm_.pseudo_channels);
+  div_.units_per_row = Divisor(hbm_.row_bytes / hbm_.interleave_bytes);
+  div_.bank_groups = Divisor(hbm_.bank_groups);
+  div_.banks_per_group = Divisor(hbm_.banks_per_group);
+  div_.burst = Divisor(hbm_.burst_bytes);
+  refresh_offsets_.resize(hbm_.banks());
+  for (uint32_t b = 0; b < hbm_.banks(); ++b) {
+    refresh_offsets_[b] =
+        hbm_.per_bank_refresh ? t_refi_.value * b / static_cast<int64_t>(hbm_.banks()) : 0;
+  }
   channels_.resize(static_cast<size_t>(stacks_) * hbm_.pseudo_channels);
   for (size_t c = 0; c < channels_.size(); ++c) {
     Channel& ch = channels_[c];
@@ -55,33 +67,48 @@ HbmLocation HbmModel::locate(uint32_t core, uint64_t address) const {
   // The bank bits are XORed with the row's low bits (permutation-based interleaving, as memory
   // controllers do): streams a power of two apart, such as the partitions of one DMA transfer,
   // land in different banks instead of fighting over one row buffer.
-  uint64_t u = global / hbm_.interleave_bytes;
+  // (Shifts and masks when the sizes are powers of two, as the presets' are.)
+  uint64_t u = div_.interleave.div(global);
   HbmLocation loc;
-  loc.channel = stack * hbm_.pseudo_channels + static_cast<uint32_t>(u % hbm_.pseudo_channels);
-  u /= hbm_.pseudo_channels;
-  u /= hbm_.row_bytes / hbm_.interleave_bytes;
-  const uint64_t group_bits = u % hbm_.bank_groups;
-  u /= hbm_.bank_groups;
-  const uint64_t bank_bits = u % hbm_.banks_per_group;
-  loc.row = u / hbm_.banks_per_group;
-  loc.bank_group = static_cast<uint32_t>((group_bits ^ loc.row) % hbm_.bank_groups);
+  loc.channel = stack * hbm_.pseudo_channels + static_cast<uint32_t>(div_.channels.mod(u));
+  u = div_.channels.div(u);
+  u = div_.units_per_row.div(u);
+  const uint64_t group_bits = div_.bank_groups.mod(u);
+  u = div_.bank_groups.div(u);
+  const uint64_t bank_bits = div_.banks_per_group.mod(u);
+  loc.row = div_.banks_per_group.div(u);
+  loc.bank_group = static_cast<uint32_t>(div_.bank_groups.mod(group_bits ^ loc.row));
   loc.bank =
       loc.bank_group * hbm_.banks_per_group +
-      static_cast<uint32_t>((bank_bits ^ (loc.row / hbm_.bank_groups)) % hbm_.banks_per_group);
+      static_cast<uint32_t>(div_.banks_per_group.mod(bank_bits ^ div_.bank_groups.div(loc.row)));
   return loc;
 }
 
 // Bank b's refreshes start at offset_b + k * tREFI and last tRFC. Per-bank refresh staggers
 // the banks evenly over tREFI; all-bank refresh refreshes every bank at offset 0.
 int64_t HbmModel::refresh_offset(uint32_t bank) const {
-  return hbm_.per_bank_refresh ? t_refi_.value * bank / static_cast<int64_t>(hbm_.banks()) : 0;
+  return refresh_offsets_[bank];
+}
+
+// floor(n / tREFI) for n >= 0, without a hardware division (plan() asks several times per piece
+// and an idiv costs tens of cycles): the high half of n times floor((2^64 - 1) / tREFI) is at
+// most one or two below the quotient, and the remainder puts it right.
+int64_t HbmModel::refresh_periods(int64_t n) const {
+  const auto un = static_cast<uint64_t>(n);
+  auto q = static_cast<uint64_t>((static_cast<unsigned __int128>(un) * refi_reciprocal_) >> 64);
+  uint64_t r = un - q * static_cast<uint64_t>(t_refi_.value);
+  while (r >= static_cast<uint64_t>(t_refi_.value)) {
+    ++q;
+    r -= static_cast<uint64_t>(t_refi_.value);
+  }
+  return static_cast<int64_t>(q);
 }
 
 Picoseconds HbmModel::refresh_overlapping(uint32_t bank, Picoseconds from, Picoseconds to) const {
   if (t_refi_.value <= 0 || t_rfc_.value <= 0) return Picoseconds(kNever);
   const int64_t offset = refresh_offset(bank);
   const int64_t rel = from.value - offset;
-  int64_t k = rel < 0 ? -1 : rel / t_refi_.value;
+  int64_t k = rel < 0 ? -1 : refresh_periods(rel);
   for (int i = 0; i < 2; ++i, ++k) {
     if (k < 0) continue;
     const int64_t start = offset + k * t_refi_.value;
@@ -93,7 +120,7 @@ Picoseconds HbmModel::refresh_overlapping(uint32_t bank, Picoseconds from, Picos
 bool HbmModel::refreshed_between(uint32_t bank, Picoseconds from, Picoseconds to) const {
   if (t_refi_.value <= 0 || t_rfc_.value <= 0) return false;
   const int64_t offset = refresh_offset(bank);
-  auto starts_up_to = [&](int64_t t) { return t < offset ? 0 : (t - offset) / t_refi_.value + 1; };
+  auto starts_up_to = [&](int64_t t) { return t < offset ? 0 : refresh_periods(t - offset) + 1; };
   return starts_up_to(to.value) > starts_up_to(from.value);
 }
 
@@ -160,6 +187,18 @@ HbmServed HbmModel::decide(uint32_t channel, Picoseconds now) {
     if (p.arrival > now) {
       first_arrival = p.arrival < first_arrival ? p.arrival : first_arrival;
       continue;
+    }
+    if (best != SIZE_MAX) {
+      // A piece's data cannot start before the data bus (after a turnaround) and its bank group
+      // are free. A piece that cannot start earlier than the best so far, or only as early when
+      // the best is a row hit, cannot win: skip planning it (the choice is the same).
+      Picoseconds bound = ch.bus_free;
+      if (bound.value > 0 && ch.last_write != p.write) bound = bound + (p.write ? t_rtw_ : t_wtr_);
+      bound = max(bound, ch.bank_group_free[p.bank / hbm_.banks_per_group]);
+      if (bound > best_plan.data_start ||
+          (bound == best_plan.data_start && best_plan.outcome == RowOutcome::hit)) {
+        continue;
+      }
     }
     const Plan pl = plan(ch, p);
     const bool better = best == SIZE_MAX || pl.data_start < best_plan.data_start ||

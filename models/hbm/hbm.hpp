@@ -138,6 +138,7 @@ class HbmModel {
   Picoseconds refresh_overlapping(uint32_t bank, Picoseconds from, Picoseconds to) const;
   bool refreshed_between(uint32_t bank, Picoseconds from, Picoseconds to) const;
   int64_t refresh_offset(uint32_t bank) const;
+  int64_t refresh_periods(int64_t n) const;  // floor(n / tREFI), n >= 0
 
   const isa::ArchConfig::Hbm hbm_;
   uint32_t stacks_;
@@ -147,6 +148,26 @@ class HbmModel {
   Picoseconds t_burst_, t_rcd_, t_rp_, t_ras_, t_cl_, t_cwl_, t_wr_, t_rtp_, t_ccd_l_, t_rrd_,
       t_faw_, t_wtr_, t_rtw_, t_refi_, t_rfc_;
   double peak_per_stack_;
+  uint64_t refi_reciprocal_ = 0;          // floor((2^64 - 1) / tREFI)
+  std::vector<int64_t> refresh_offsets_;  // per bank: its first refresh
+  // x / d and x % d by a shift and a mask when d is a power of two.
+  struct Divisor {
+    Divisor() = default;
+    explicit Divisor(uint64_t d_) : d(d_ == 0 ? 1 : d_) {
+      if ((d & (d - 1)) == 0) {
+        pow2 = true;
+        while ((uint64_t{1} << shift) != d) ++shift;
+      }
+    }
+    uint64_t div(uint64_t x) const { return pow2 ? x >> shift : x / d; }
+    uint64_t mod(uint64_t x) const { return pow2 ? x & (d - 1) : x % d; }
+    uint64_t d = 1;
+    int shift = 0;
+    bool pow2 = true;
+  };
+  struct {
+    Divisor interleave, channels, units_per_row, bank_groups, banks_per_group, burst;
+  } div_;
   std::vector<Channel> channels_;
   HbmCounters counters_;
 };
@@ -160,11 +181,11 @@ uint32_t HbmModel::enqueue(Picoseconds at, uint32_t core, uint64_t address, uint
   uint64_t a = address;
   const uint64_t end = address + bytes;
   while (a < end) {
-    const uint64_t unit_end = std::min(end, (a / unit + 1) * unit);
+    const uint64_t unit_end = std::min(end, (div_.interleave.div(a) + 1) * unit);
     const HbmLocation loc = locate(core, a);
     Channel& ch = channels_[loc.channel];
-    const uint64_t first = (a + core * core_bytes_) / hbm_.burst_bytes;
-    const uint64_t last = (unit_end - 1 + core * core_bytes_) / hbm_.burst_bytes;
+    const uint64_t first = div_.burst.div(a + core * core_bytes_);
+    const uint64_t last = div_.burst.div(unit_end - 1 + core * core_bytes_);
     // Coalesce with the previous piece of the same request in the same unit (small runs).
     Piece* prev = ch.queue.empty() ? nullptr : &ch.queue.back();
     if (prev != nullptr && prev->tag == tag && prev->write == write && prev->row == loc.row &&
