@@ -216,7 +216,7 @@ HbmServed HbmModel::decide(uint32_t channel, Picoseconds now) {
   }
   ch.bypassed = best == 0 ? 0 : ch.bypassed + 1;
   const Piece p = ch.queue[best];
-  ch.queue.erase(ch.queue.begin() + static_cast<std::ptrdiff_t>(best));
+  ch.queue.erase(best);
 
   Bank& b = ch.banks[p.bank];
   const Picoseconds data_end = best_plan.data_start + times(t_burst_, p.bursts);

@@ -104,6 +104,38 @@ class HbmModel {
     uint64_t first_burst = 0;  // global burst index of the first burst, for coalescing
     uint64_t last_burst = 0;
   };
+  // A channel's queue in arrival order. The scheduler takes pieces from the first few
+  // (its window), so a piece leaves by moving only the ones ahead of it; the space of taken
+  // pieces is reclaimed once it is most of the vector.
+  class PieceQueue {
+   public:
+    size_t size() const { return items_.size() - head_; }
+    bool empty() const { return head_ == items_.size(); }
+    const Piece& operator[](size_t i) const { return items_[head_ + i]; }
+    Piece& back() { return items_.back(); }
+    void reserve(size_t n) { items_.reserve(n); }
+    void push_back(const Piece& p) {
+      if (empty()) {
+        items_.clear();
+        head_ = 0;
+      }
+      items_.push_back(p);
+    }
+    void erase(size_t i) {
+      const auto first = items_.begin() + static_cast<std::ptrdiff_t>(head_);
+      std::move_backward(first, first + static_cast<std::ptrdiff_t>(i),
+                         first + static_cast<std::ptrdiff_t>(i) + 1);
+      ++head_;
+      if (head_ >= 256 && 2 * head_ >= items_.size()) {
+        items_.erase(items_.begin(), items_.begin() + static_cast<std::ptrdiff_t>(head_));
+        head_ = 0;
+      }
+    }
+
+   private:
+    std::vector<Piece> items_;
+    size_t head_ = 0;
+  };
   struct Bank {
     int64_t open_row = -1;
     Picoseconds act_ready;  // earliest next ACT (tRP after a precharge)
@@ -112,7 +144,7 @@ class HbmModel {
     Picoseconds last_use;   // end of the last data burst
   };
   struct Channel {
-    std::vector<Piece> queue;
+    PieceQueue queue;
     std::vector<Bank> banks;
     std::vector<Picoseconds> bank_group_free;  // tCCD_L spacing
     std::array<Picoseconds, 4> last_acts{};    // tFAW window, ring
