@@ -64,8 +64,10 @@ MemorySystem::MemorySystem(const isa::ArchConfig& arch, uint32_t cores, size_t m
       lookahead_(max(from_ns(arch.dma_start_latency_ns), Picoseconds(1))),
       hbm_(arch, (cores_ + arch.hbm.cores_per_stack - 1) / std::max(1u, arch.hbm.cores_per_stack)) {
   events_.reserve(4096);
-  transfers_.reserve(max_transfers);
-  parts_.reserve(max_transfers * arch.dma_engines);
+  // Grown as needed up to the transfers in flight at once (ids are reused): only the count's
+  // order of magnitude is reserved.
+  transfers_.reserve(std::min<size_t>(max_transfers, 4096));
+  parts_.reserve(std::min<size_t>(max_transfers, 4096) * arch.dma_engines);
   engines_.resize(static_cast<size_t>(cores_) * arch.dma_engines);
   for (size_t e = 0; e < engines_.size(); ++e) {
     engines_[e].core = static_cast<uint32_t>(e / arch.dma_engines);
@@ -77,7 +79,12 @@ MemorySystem::MemorySystem(const isa::ArchConfig& arch, uint32_t cores, size_t m
   }
   free_chunk_ = 0;
   queue_order_.resize(static_cast<size_t>(cores_) * std::max(arch.dma_queues, 1u));
-  completions_.reserve(max_transfers);
+  completions_.reserve(std::min<size_t>(max_transfers, 4096));
+}
+
+void MemorySystem::consume_completions() {
+  free_transfers_.insert(free_transfers_.end(), completions_.begin(), completions_.end());
+  completions_.clear();
 }
 
 void MemorySystem::schedule(Picoseconds t, EventKind kind, uint32_t id) {
@@ -91,7 +98,12 @@ Picoseconds MemorySystem::next_event_time() const {
 
 uint32_t MemorySystem::submit(uint32_t core, const isa::Instruction& dma, const DmaPlan& plan,
                               uint32_t index, Picoseconds issued) {
-  const auto id = static_cast<uint32_t>(transfers_.size());
+  uint32_t id = static_cast<uint32_t>(transfers_.size());
+  if (!free_transfers_.empty()) {
+    id = free_transfers_.back();
+    free_transfers_.pop_back();
+  }
+  ++submitted_;
   DmaTransfer t;
   t.instruction = &dma;
   t.plan = &plan;
@@ -99,7 +111,11 @@ uint32_t MemorySystem::submit(uint32_t core, const isa::Instruction& dma, const 
   t.queue = dma.dma_queue;
   t.index = index;
   t.issued = issued;
-  transfers_.push_back(t);
+  if (id == transfers_.size()) {
+    transfers_.push_back(t);
+  } else {
+    transfers_[id] = t;
+  }
   QueueOrder& order = queue_order_[core * std::max(arch_.dma_queues, 1u) + dma.dma_queue];
   if (order.tail == kNone) {
     order.head = id;
@@ -155,8 +171,14 @@ void MemorySystem::on_ready(uint32_t id, Picoseconds now) {
     part.first_partition = first;
     part.next_descriptor = first * plan.runs_per_partition;
     part.end_descriptor = (first + count) * plan.runs_per_partition;
-    const auto pid = static_cast<uint32_t>(parts_.size());
-    parts_.push_back(part);
+    auto pid = static_cast<uint32_t>(parts_.size());
+    if (free_parts_.empty()) {
+      parts_.push_back(part);
+    } else {
+      pid = free_parts_.back();
+      free_parts_.pop_back();
+      parts_[pid] = part;
+    }
     const uint32_t engine =
         t.core * arch_.dma_engines + (plan.first_engine + i) % arch_.dma_engines;
     EngineQueue& q = engines_[engine].queues[hw_queue];
@@ -255,6 +277,7 @@ void MemorySystem::on_engine_free(uint32_t engine, Picoseconds now) {
   ++t.chunks_open;
   if (t.start.value == kNever) t.start = now;
   if (part.next_descriptor == part.end_descriptor) {
+    free_parts_.push_back(queue.head);
     queue.head = part.next;
     if (queue.head == kNone) queue.tail = kNone;
     --t.parts_open;

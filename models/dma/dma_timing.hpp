@@ -95,13 +95,15 @@ class MemorySystem {
   Picoseconds lookahead() const { return lookahead_; }
 
   // Completed transfers in completion order (times never decrease). The caller delivers them
-  // and calls consume_completions() once it has delivered all of them.
+  // and calls consume_completions() once it has delivered all of them; their ids (and table
+  // entries) are then reused, so the tables hold the transfers in flight, not the whole run.
   const std::vector<uint32_t>& completions() const { return completions_; }
-  void consume_completions() { completions_.clear(); }
+  void consume_completions();
 
+  // A transfer by id: valid from submit() until its completion is consumed.
   const DmaTransfer& transfer(uint32_t id) const { return transfers_[id]; }
-  size_t transfer_count() const { return transfers_.size(); }
-  size_t incomplete() const { return transfers_.size() - completed_; }
+  size_t transfer_count() const { return submitted_; }
+  size_t incomplete() const { return submitted_ - completed_; }
   const HbmModel& hbm() const { return hbm_; }
   uint32_t cores() const { return cores_; }
   // Busy time of DMA engine `engine` of `core` (chunks moving), for statistics.
@@ -169,7 +171,10 @@ class MemorySystem {
   uint64_t seq_ = 0;
   uint64_t events_processed_ = 0;
   std::vector<DmaTransfer> transfers_;
+  std::vector<uint32_t> free_transfers_;  // ids whose completion was consumed
+  size_t submitted_ = 0;
   std::vector<EnginePart> parts_;
+  std::vector<uint32_t> free_parts_;  // parts fully cut into chunks
   std::vector<DmaEngine> engines_;
   std::vector<Chunk> chunks_;
   uint32_t free_chunk_ = kNone;
