@@ -26,14 +26,15 @@ struct Dim {
 
 constexpr int kMaxFreeDims = 4;
 
+// Field order keeps the struct at 96 bytes (an Instruction holds nine patterns).
 struct AccessPattern {
   Memory memory = Memory::sbuf;
   DType dtype = DType::fp32;
+  uint8_t ndims = 0;
   uint32_t start_partition = 0;
   uint32_t partitions = 0;       // 0 means "no operand"
   int64_t partition_stride = 0;  // HBM only, in elements
   uint64_t offset = 0;           // bytes
-  uint8_t ndims = 0;
   std::array<Dim, kMaxFreeDims> dims{};  // outermost first; dims[0..ndims)
 
   bool present() const { return partitions > 0; }
