@@ -31,6 +31,13 @@ class TraceWriter : public models::EventSink {
   // moves it into place.
   void close();
   void commit() { file_.commit(); }
+  // Counter steps held back because an earlier one may still come (for tests: it stays
+  // bounded by the transfers in flight).
+  size_t held_counter_steps() const {
+    size_t n = 0;
+    for (const auto& l : lanes_) n += l.held.size();
+    return n;
+  }
   ~TraceWriter() override;
   TraceWriter(const TraceWriter&) = delete;
   TraceWriter& operator=(const TraceWriter&) = delete;
