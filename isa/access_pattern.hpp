@@ -32,9 +32,9 @@ struct AccessPattern {
   DType dtype = DType::fp32;
   uint8_t ndims = 0;
   uint32_t start_partition = 0;
-  uint32_t partitions = 0;       // 0 means "no operand"
-  int64_t partition_stride = 0;  // HBM only, in elements
-  uint64_t offset = 0;           // bytes
+  uint32_t partitions = 0;               // 0 means "no operand"
+  int64_t partition_stride = 0;          // HBM only, in elements
+  uint64_t offset = 0;                   // bytes
   std::array<Dim, kMaxFreeDims> dims{};  // outermost first; dims[0..ndims)
 
   bool present() const { return partitions > 0; }
@@ -78,6 +78,20 @@ void for_each_free_element(const AccessPattern& ap, Fn&& fn) {
       for (uint32_t c = 0; c < d[2].count; ++c) {
         const int64_t base = a * d[0].stride + b * d[1].stride + c * d[2].stride;
         for (uint32_t e = 0; e < d[3].count; ++e) fn(base + e * d[3].stride);
+      }
+}
+
+// Calls fn(element_offset, stride, count) for every run of the innermost dimension of one
+// partition row, in free-axis order: the elements of a run are `stride` elements apart.
+template <typename Fn>
+void for_each_free_run(const AccessPattern& ap, Fn&& fn) {
+  std::array<Dim, kMaxFreeDims> d{};
+  const int pad = kMaxFreeDims - ap.ndims;
+  for (int i = 0; i < kMaxFreeDims; ++i) d[i] = i < pad ? Dim{0, 1} : ap.dims[i - pad];
+  for (uint32_t a = 0; a < d[0].count; ++a)
+    for (uint32_t b = 0; b < d[1].count; ++b)
+      for (uint32_t c = 0; c < d[2].count; ++c) {
+        fn(a * d[0].stride + b * d[1].stride + c * d[2].stride, d[3].stride, d[3].count);
       }
 }
 

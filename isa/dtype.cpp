@@ -240,4 +240,82 @@ void store_element(DType t, uint8_t* p, float f) {
   }
 }
 
+namespace {
+// bf16_from_float without branches, so that runs of it vectorize: the same result for every
+// input (NaN quieted with its sign kept, else round to nearest even).
+inline uint16_t bf16_from_float_branchless(float f) {
+  const uint32_t bits = bits_of(f);
+  const uint32_t nan_mask = 0u - static_cast<uint32_t>((bits & 0x7fffffffu) > 0x7f800000u);
+  const uint32_t rounded = (bits + 0x7fffu + ((bits >> 16) & 1u)) >> 16;
+  const uint32_t quiet = (bits >> 16) | 0x0040u;
+  return static_cast<uint16_t>((quiet & nan_mask) | (rounded & ~nan_mask));
+}
+}  // namespace
+
+// Element access through the byte images without breaking aliasing rules, at any alignment:
+// with these the contiguous loops below vectorize.
+using bf16_bits = uint16_t __attribute__((may_alias, aligned(1)));
+using fp32_bits = uint32_t __attribute__((may_alias, aligned(1)));
+
+void load_elements(DType t, const uint8_t* __restrict p, int64_t stride, uint32_t n,
+                   float* __restrict out) {
+  if (t == DType::bf16) {
+    if (stride == 1) {
+      const auto* in = reinterpret_cast<const bf16_bits*>(p);
+      auto* bits = reinterpret_cast<fp32_bits*>(out);
+      for (uint32_t i = 0; i < n; ++i) bits[i] = static_cast<uint32_t>(in[i]) << 16;
+      return;
+    }
+    for (uint32_t i = 0; i < n; ++i, p += 2 * stride) {
+      uint16_t b;
+      std::memcpy(&b, p, sizeof b);
+      out[i] = float_from_bf16(b);
+    }
+    return;
+  }
+  if (t == DType::fp32) {
+    if (stride == 1) {
+      std::memcpy(out, p, sizeof(float) * n);
+      return;
+    }
+    for (uint32_t i = 0; i < n; ++i, p += 4 * stride) std::memcpy(&out[i], p, sizeof(float));
+    return;
+  }
+  const int64_t step = size_of(t) * stride;
+  for (uint32_t i = 0; i < n; ++i, p += step) out[i] = load_element(t, p);
+}
+
+void store_elements(DType t, uint8_t* __restrict p, int64_t stride, uint32_t n,
+                    const float* __restrict in) {
+  if (t == DType::bf16) {
+    if (stride == 1) {
+      auto* out = reinterpret_cast<bf16_bits*>(p);
+      const auto* from = reinterpret_cast<const fp32_bits*>(in);
+      for (uint32_t i = 0; i < n; ++i) {
+        const uint32_t bits = from[i];
+        const uint32_t nan_mask = 0u - static_cast<uint32_t>((bits & 0x7fffffffu) > 0x7f800000u);
+        const uint32_t rounded = (bits + 0x7fffu + ((bits >> 16) & 1u)) >> 16;
+        const uint32_t quiet = (bits >> 16) | 0x0040u;
+        out[i] = static_cast<uint16_t>((quiet & nan_mask) | (rounded & ~nan_mask));
+      }
+      return;
+    }
+    for (uint32_t i = 0; i < n; ++i, p += 2 * stride) {
+      const uint16_t b = bf16_from_float_branchless(in[i]);
+      std::memcpy(p, &b, sizeof b);
+    }
+    return;
+  }
+  if (t == DType::fp32) {
+    if (stride == 1) {
+      std::memcpy(p, in, sizeof(float) * n);
+      return;
+    }
+    for (uint32_t i = 0; i < n; ++i, p += 4 * stride) std::memcpy(p, &in[i], sizeof(float));
+    return;
+  }
+  const int64_t step = size_of(t) * stride;
+  for (uint32_t i = 0; i < n; ++i, p += step) store_element(t, p, in[i]);
+}
+
 }  // namespace trnsim::isa

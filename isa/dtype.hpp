@@ -65,5 +65,9 @@ float round_to(DType t, float f);
 // Reads or writes one element of type `t` at `p` (unaligned access is fine).
 float load_element(DType t, const uint8_t* p);
 void store_element(DType t, uint8_t* p, float f);
+// The same for `n` elements `stride` elements apart (a run of an access pattern): the dtype is
+// looked at once, so the common runs (bf16 and fp32, stride 1) are tight loops.
+void load_elements(DType t, const uint8_t* p, int64_t stride, uint32_t n, float* out);
+void store_elements(DType t, uint8_t* p, int64_t stride, uint32_t n, const float* in);
 
 }  // namespace trnsim::isa

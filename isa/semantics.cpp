@@ -38,8 +38,10 @@ Tile read(const MemoryImage& mem, const AccessPattern& ap) {
   for (uint32_t p = 0; p < ap.partitions; ++p) {
     const uint8_t* base = mem.row(ap, p);
     float* out = &t(p, 0);
-    for_each_free_element(
-        ap, [&](int64_t off) { *out++ = load_element(ap.dtype, base + off * esize); });
+    for_each_free_run(ap, [&](int64_t off, int64_t stride, uint32_t n) {
+      load_elements(ap.dtype, base + off * esize, stride, n, out);
+      out += n;
+    });
   }
   return t;
 }
@@ -49,8 +51,10 @@ void write(MemoryImage& mem, const AccessPattern& ap, const Tile& t) {
   for (uint32_t p = 0; p < ap.partitions; ++p) {
     uint8_t* base = mem.row(ap, p);
     const float* in = &t(p, 0);
-    for_each_free_element(ap,
-                          [&](int64_t off) { store_element(ap.dtype, base + off * esize, *in++); });
+    for_each_free_run(ap, [&](int64_t off, int64_t stride, uint32_t n) {
+      store_elements(ap.dtype, base + off * esize, stride, n, in);
+      in += n;
+    });
   }
 }
 
