@@ -2,7 +2,10 @@
 
 #include "workloads/matmul.hpp"
 #include "workloads/mlp.hpp"
+#include "workloads/attention.hpp"
+#include "workloads/layernorm.hpp"
 #include "workloads/rmsnorm.hpp"
+#include "workloads/softmax.hpp"
 
 namespace trnsim::workloads {
 
@@ -11,6 +14,9 @@ const std::vector<KernelEntry>& kernel_table() {
       {"rmsnorm", {"variant", "eps"}, 2, "[rows, hidden]", true, lower_rmsnorm_fused},
       {"matmul", {"strategy", "a_layout"}, 3, "[M, K, N]", true, lower_matmul},
       {"mlp", {"activation"}, 3, "[M, D, F]", true, lower_mlp},
+      {"layernorm", {"eps", "method"}, 2, "[rows, hidden]", true, lower_layernorm, 1e-5},
+      {"softmax", {}, 2, "[rows, hidden]", true, lower_softmax},
+      {"attention", {"causal"}, 3, "[heads, seq, head_dim]", true, lower_attention},
   };
   return table;
 }
