@@ -1,6 +1,8 @@
 #include "isa/access_pattern.hpp"
 
-#include <fmt/format.h>
+#include <algorithm>
+#include <charconv>
+#include <cstring>
 
 namespace trnsim::isa {
 
@@ -50,16 +52,62 @@ int64_t AccessPattern::max_element_offset_exclusive() const {
   return hi + 1;
 }
 
-std::string AccessPattern::to_string() const {
-  if (!present()) return "-";
-  std::string s;
-  if (memory == Memory::hbm) {
-    s = fmt::format("HBM[{:#x}] {} [{},{}]", offset, name_of(dtype), partition_stride, partitions);
-  } else {
-    s = fmt::format("{}[p{}:{}, +{}] {}", name_of(memory), start_partition,
-                    start_partition + partitions, offset, name_of(dtype));
+namespace {
+template <typename Int>
+char* put_number(char* out, Int v, int base = 10) {
+  return std::to_chars(out, out + 24, v, base).ptr;
+}
+char* put(char* out, std::string_view s) {
+  std::memcpy(out, s.data(), s.size());
+  return out + s.size();
+}
+}  // namespace
+
+// Without fmt or allocation: the trace writer calls this for every instruction and transfer.
+char* AccessPattern::append_to(char* out) const {
+  if (!present()) {
+    *out++ = '-';
+    return out;
   }
-  for (int i = 0; i < ndims; ++i) s += fmt::format("[{},{}]", dims[i].stride, dims[i].count);
+  if (memory == Memory::hbm) {
+    out = put(out, "HBM[0x");  // fmt's {:#x}
+    out = put_number(out, offset, 16);
+    out = put(out, "] ");
+    out = put(out, name_of(dtype));
+    out = put(out, " [");
+    out = put_number(out, partition_stride);
+    *out++ = ',';
+    out = put_number(out, partitions);
+    *out++ = ']';
+  } else {
+    out = put(out, name_of(memory));
+    out = put(out, "[p");
+    out = put_number(out, start_partition);
+    *out++ = ':';
+    out = put_number(out, static_cast<uint32_t>(start_partition + partitions));
+    out = put(out, ", +");
+    out = put_number(out, offset);
+    out = put(out, "] ");
+    out = put(out, name_of(dtype));
+  }
+  for (int i = 0; i < std::min<int>(ndims, kMaxFreeDims); ++i) {
+    *out++ = '[';
+    out = put_number(out, dims[i].stride);
+    *out++ = ',';
+    out = put_number(out, dims[i].count);
+    *out++ = ']';
+  }
+  return out;
+}
+
+void AccessPattern::append_to(std::string& s) const {
+  char buf[kMaxTextBytes];
+  s.append(buf, append_to(buf));
+}
+
+std::string AccessPattern::to_string() const {
+  std::string s;
+  append_to(s);
   return s;
 }
 

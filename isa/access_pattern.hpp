@@ -49,7 +49,12 @@ struct AccessPattern {
   // `offset` (strides may be negative).
   int64_t min_element_offset() const;
   int64_t max_element_offset_exclusive() const;
+  // "SBUF[p0:128, +512] bf16[1,64]", "HBM[0x1000] bf16 [4096,128][1,4096]", "-" when absent.
   std::string to_string() const;
+  void append_to(std::string& out) const;  // the same text, appended
+  // The same text written at `out` (at most kMaxTextBytes); returns the end.
+  static constexpr size_t kMaxTextBytes = 256;
+  char* append_to(char* out) const;
 };
 
 // Builders for the common cases. `dims` are [stride, count] pairs, outermost first.

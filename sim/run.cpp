@@ -77,6 +77,13 @@ namespace {
 double seconds_since(std::chrono::steady_clock::time_point from) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - from).count();
 }
+// CPU time (user + system) of this process: on a shared machine, what the run itself used.
+double cpu_seconds() {
+  rusage u{};
+  getrusage(RUSAGE_SELF, &u);
+  return static_cast<double>(u.ru_utime.tv_sec + u.ru_stime.tv_sec) +
+         1e-6 * static_cast<double>(u.ru_utime.tv_usec + u.ru_stime.tv_usec);
+}
 uint64_t peak_rss_bytes() {
   rusage u{};
   getrusage(RUSAGE_SELF, &u);
@@ -99,12 +106,14 @@ RunOutcome execute(const RunOptions& o) {
   RunOutcome out;
   out.exit_code = kBadInput;
   const auto t0 = std::chrono::steady_clock::now();
+  const double cpu0 = cpu_seconds();
   try {
     const LoadedWorkload in = load_workload_file(o.workload, o.arch, o.sets, !o.timing_only);
     const workloads::Workload& w = in.workload;
     const workloads::LoweredKernel& k = in.kernel;
     const isa::ArchConfig& arch = in.arch;
     const double load_seconds = seconds_since(t0);
+    const double load_cpu = cpu_seconds() - cpu0;
     try {
       isa::validate(k.program, arch);
     } catch (const isa::ValidationError& e) {
@@ -136,8 +145,11 @@ RunOutcome execute(const RunOptions& o) {
     EventCounter counter;
     Fanout sink({&stats, &profile, &trace, &counter});
     const auto t_sim = std::chrono::steady_clock::now();
+    const double cpu_sim = cpu_seconds();
     const models::SimulationResult result = models::simulate(k.program, arch, memory_ptrs, sink);
     const double sim_seconds = seconds_since(t_sim);
+    const double sim_cpu = cpu_seconds() - cpu_sim;
+    const double before_sim_seconds = std::chrono::duration<double>(t_sim - t0).count();
     if (!result.completed) {
       spdlog::error("{}: the program deadlocked at {:.3f} us; engines still waiting: {}",
                     o.workload, result.end_time.us(), one_line(result.deadlock));
@@ -179,13 +191,20 @@ RunOutcome execute(const RunOptions& o) {
           {"simulated_instructions", counter.instructions},
           {"simulated_transfers", counter.transfers},
           {"events", events},
+          {"memory_system_events", result.memory_system_events},
           {"simulated_time_ns", result.end_time.ns()},
           {"wall_seconds_load_and_lower", load_seconds},
+          // validate, deadlock search, functional memory and inputs, opening the outputs
+          {"wall_seconds_prepare", before_sim_seconds - load_seconds},
           {"wall_seconds_simulate", sim_seconds},
           {"wall_seconds_total", seconds_since(t0)},
+          {"cpu_seconds_load_and_lower", load_cpu},
+          {"cpu_seconds_simulate", sim_cpu},
+          {"cpu_seconds_total", cpu_seconds() - cpu0},
           {"instructions_per_second", sim_seconds > 0 ? counter.instructions / sim_seconds : 0.0},
           {"events_per_second", sim_seconds > 0 ? events / sim_seconds : 0.0},
           {"simulated_ns_per_second", sim_seconds > 0 ? result.end_time.ns() / sim_seconds : 0.0},
+          {"instructions_per_cpu_second", sim_cpu > 0 ? counter.instructions / sim_cpu : 0.0},
           {"peak_rss_bytes", peak_rss_bytes()}};
       perf->write(p.dump(2) + "\n");
       perf->close();

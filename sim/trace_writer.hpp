@@ -6,6 +6,8 @@
 // arrow goes from each kernel launch to the kernel on the device.
 #pragma once
 
+#include <cstdio>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -13,6 +15,7 @@
 #include "isa/program.hpp"
 #include "models/events.hpp"
 #include "sim/output_file.hpp"
+#include "sim/trace_text.hpp"
 
 namespace trnsim::sim {
 
@@ -28,6 +31,9 @@ class TraceWriter : public models::EventSink {
   // moves it into place.
   void close();
   void commit() { file_.commit(); }
+  ~TraceWriter() override;
+  TraceWriter(const TraceWriter&) = delete;
+  TraceWriter& operator=(const TraceWriter&) = delete;
 
   // Lane (thread id) of an engine and of a DMA queue within the NeuronCore process.
   static int engine_lane(isa::Engine e) { return isa::index_of(e); }
@@ -40,26 +46,55 @@ class TraceWriter : public models::EventSink {
 
  private:
   void event(const std::string& json);
+  // Starts an event in buffer_ (the separator); finish_event() flushes when the buffer is full.
+  TraceText& start_event();
+  void finish_event() { flush_if_full(); }
   void flush_if_full();
-  void write_counters();
 
-  // Counter changes, kept as the run goes (two or three per transfer) and written at the end
-  // as Chrome "C" events, one per change: the count grows with transfers, not with time.
+  // Counters (pending DMA transfers and DMA throughput per core) are written after the slices,
+  // sorted by core, counter and time, one sample per distinct time. Their steps arrive out of
+  // time order (a transfer's start is known when it completes), so each (core, counter) lane
+  // holds the steps that may still be followed by an earlier one, and turns the rest into
+  // samples as the run goes, into a temporary file. Nothing earlier than the issue of the
+  // oldest transfer in flight, or than the latest instruction, can still arrive: the steps held
+  // are those of the transfers in flight, not of the whole run.
   enum class Counter : uint8_t { pending_dmas, dma_throughput };
   struct CounterStep {
     int64_t time;
-    uint32_t core;
-    Counter counter;
+    uint64_t seq;  // arrival order: steps at one time are added in it
     double delta;
+    bool operator>(const CounterStep& o) const {
+      return time != o.time ? time > o.time : seq > o.seq;
+    }
   };
-  std::vector<CounterStep> steps_;
+  struct CounterLane {
+    std::vector<CounterStep> held;  // min-heap by (time, seq)
+    double value = 0;
+    TraceText samples;           // written samples, each ",\n{...}", until spilled
+    std::FILE* spill = nullptr;  // a temporary file (deleted on close), once samples grow
+  };
+  void add_step(uint32_t core, Counter counter, int64_t time, double delta);
+  // Turns the held steps earlier than `before` into samples.
+  void release_steps(int64_t before);
+  void release_if_safe();
+  void spill(CounterLane& lane);
+  void write_counters();
+  CounterLane& lane(uint32_t core, Counter c) { return lanes_[core * 2 + static_cast<int>(c)]; }
+
+  std::vector<CounterLane> lanes_;  // per core: pending DMAs, DMA throughput
+  uint64_t step_seq_ = 0;
+  // Issue times of the DMA transfers not yet completed (count per time), and the end of the
+  // latest instruction: later records cannot bring steps before the smaller of the two.
+  std::map<int64_t, uint32_t> in_flight_;
+  int64_t latest_instruction_ = 0;
   uint32_t cores_;
 
   OutputFile file_;
   const isa::Program& program_;
   const isa::ArchConfig& arch_;
-  std::string buffer_;
-  std::string write_error_;  // a write that failed during the run, reported by close()
+  TraceText buffer_{2 << 16};  // flushed at 64 KiB
+  TraceText operands_;         // an instruction's operands, before they are quoted
+  std::string write_error_;    // a write that failed during the run, reported by close()
   bool first_ = true;
 };
 

@@ -1,5 +1,6 @@
 #include "workloads/kernels.hpp"
 
+#include "workloads/engine_stream_bench.hpp"
 #include "workloads/matmul.hpp"
 #include "workloads/mlp.hpp"
 #include "workloads/attention.hpp"
@@ -17,6 +18,12 @@ const std::vector<KernelEntry>& kernel_table() {
       {"layernorm", {"eps", "method"}, 2, "[rows, hidden]", true, lower_layernorm, 1e-5},
       {"softmax", {}, 2, "[rows, hidden]", true, lower_softmax},
       {"attention", {"causal"}, 3, "[heads, seq, head_dim]", true, lower_attention},
+      {"engine_stream",
+       {"engine", "instructions"},
+       2,
+       "[partitions, elements]",
+       true,
+       lower_engine_stream},
   };
   return table;
 }

@@ -116,6 +116,7 @@ void MemorySystem::run_until(Picoseconds horizon) {
     std::pop_heap(events_.begin(), events_.end(), std::greater<Event>());
     const Event e = events_.back();
     events_.pop_back();
+    ++events_processed_;
     const Picoseconds now(e.time);
     switch (e.kind) {
       case EventKind::transfer_ready:

@@ -89,6 +89,9 @@ class MemorySystem {
   // Runs until nothing is left to do (plain C++ callers: tests, benchmarks).
   void run_to_completion() { run_until(Picoseconds(kNever)); }
   Picoseconds next_event_time() const;
+  // Internal events (transfer ready, engine free, HBM decision, chunk done) processed so far:
+  // the memory system's share of the simulation's work, for bench/.
+  uint64_t events_processed() const { return events_processed_; }
   Picoseconds lookahead() const { return lookahead_; }
 
   // Completed transfers in completion order (times never decrease). The caller delivers them
@@ -164,6 +167,7 @@ class MemorySystem {
   HbmModel hbm_;
   std::vector<Event> events_;  // min-heap
   uint64_t seq_ = 0;
+  uint64_t events_processed_ = 0;
   std::vector<DmaTransfer> transfers_;
   std::vector<EnginePart> parts_;
   std::vector<DmaEngine> engines_;

@@ -10,11 +10,17 @@ namespace trnsim::models {
 EngineModule::EngineModule(sc_core::sc_module_name name, isa::Engine engine, NeuronCore& core)
     : sc_module(name), engine_(engine), core_(core) {
   const auto& stream = core.program.stream(engine);
-  cost_.reserve(stream.size());
-  ports_.reserve(stream.size());
+  steps_.reserve(stream.size());
   for (const auto& in : stream) {
-    cost_.push_back(instruction_time(in, core.arch));
-    ports_.push_back(ports_of(in, core.arch));
+    StepCost c;
+    c.time = instruction_time(in, core.arch);
+    c.cycles = instruction_cycles(in, core.arch);
+    c.ports = ports_of(in, core.arch);
+    if (isa::is_dma(in.opcode)) {
+      c.plan = static_cast<uint32_t>(core.dma_plans.size());
+      core.dma_plans.push_back(plan_transfer(in, core.arch));
+    }
+    steps_.push_back(c);
   }
   SC_THREAD(run);
 }
@@ -50,7 +56,8 @@ void EngineModule::step(const isa::Instruction& in, uint32_t kernel) {
       }
     }
     blocked_ = nullptr;
-    const uint32_t ports = ports_[next_];
+    const StepCost& cost = steps_[next_];
+    const uint32_t ports = cost.ports;
     if (ports != 0) {
       const Picoseconds want = now();
       while ((core_.ports_held & ports) != 0) wait(core_.ports_released);
@@ -58,19 +65,19 @@ void EngineModule::step(const isa::Instruction& in, uint32_t kernel) {
       core_.ports_held |= ports;
     }
     r.start = now();
-    wait(to_sc_time(cost_[next_]));
+    wait(to_sc_time(cost.time));
     if (ports != 0) {
       core_.ports_held &= ~ports;
       core_.ports_released.notify(sc_core::SC_ZERO_TIME);
     }
     if (isa::is_dma(in.opcode)) {
-      core_.memory_system.submit(core_.id, in, core_.plan_of(engine_, next_), r.index);
+      core_.memory_system.submit(core_.id, in, core_.dma_plans[cost.plan], r.index);
     } else if (core_.memory != nullptr) {
       isa::execute(in, *core_.memory);
     }
     for (const isa::SemaphoreUpdate& u : in.updates) core_.semaphores.apply(u);
     r.end = now();
-    r.cycles = instruction_cycles(in, core_.arch);
+    r.cycles = cost.cycles;
     core_.sink.on_instruction(r);
   }
 }
@@ -120,22 +127,18 @@ NeuronCore::NeuronCore(sc_core::sc_module_name name, uint32_t id_, const isa::Pr
       memory_system(memory_system_),
       semaphores(program_.semaphores.size()),
       host(host_) {
+  size_t dma_instructions = 0;
   for (isa::Engine e : isa::kAllEngines) {
-    plan_base_[isa::index_of(e)] = dma_plans.size();
-    for (const auto& in : program.stream(e)) {
-      dma_plans.push_back(isa::is_dma(in.opcode) ? plan_transfer(in, arch) : DmaPlan{});
-    }
+    for (const auto& in : program.stream(e)) dma_instructions += isa::is_dma(in.opcode);
   }
+  // Filled by the engines as they are built; never reallocated after (transfers point in).
+  dma_plans.reserve(dma_instructions);
   memory_system.attach(CoreEndpoints{&program, 0, &semaphores, memory});
   for (isa::Engine e : isa::kAllEngines) {
     engines.push_back(
         std::make_unique<EngineModule>(std::string(isa::key_of(e)).c_str(), e, *this));
   }
   SC_THREAD(sequence);
-}
-
-const DmaPlan& NeuronCore::plan_of(isa::Engine e, size_t index) const {
-  return dma_plans[plan_base_[isa::index_of(e)] + index];
 }
 
 std::string NeuronCore::deadlock_report() const {
@@ -195,6 +198,7 @@ SimulationResult simulate(const isa::Program& program, const isa::ArchConfig& ar
                      (host == nullptr || host->finished());
   result.cores = cores;
   result.hbm = memory_system.hbm().counters();
+  result.memory_system_events = memory_system.events_processed();
   result.hbm_stacks = memory_system.hbm().stacks();
   result.hbm_stack_peak_bytes_per_ns = memory_system.hbm().stack_peak_bytes_per_ns();
   for (uint32_t c = 0; c < cores; ++c) {

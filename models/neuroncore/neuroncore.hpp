@@ -40,8 +40,15 @@ class EngineModule : public sc_core::sc_module {
 
   isa::Engine engine_;
   NeuronCore& core_;
-  std::vector<Picoseconds> cost_;  // per instruction, computed before the run
-  std::vector<uint32_t> ports_;    // per instruction: shared ports it holds while running
+  // Per instruction, computed before the run: its time, its cycles (for the record), the shared
+  // ports it holds while running, and for a DMA its plan (NeuronCore::dma_plans).
+  struct StepCost {
+    Picoseconds time;
+    Cycles cycles;
+    uint32_t ports = 0;
+    uint32_t plan = 0;
+  };
+  std::vector<StepCost> steps_;
   size_t next_ = 0;
   const isa::SemaphoreWait* blocked_ = nullptr;
 };
@@ -63,7 +70,7 @@ class NeuronCore : public sc_core::sc_module {
   EventSink& sink;
   MemorySystemModule& memory_system;
   SemaphoreFile semaphores;
-  std::vector<DmaPlan> dma_plans;  // per engine stream position, filled for DMA instructions
+  std::vector<DmaPlan> dma_plans;  // one per DMA instruction, in the order the engines hold them
   std::vector<std::unique_ptr<EngineModule>> engines;
   uint32_t ports_held = 0;  // shared ports (models::Port bits) in use
   sc_core::sc_event ports_released;
@@ -74,12 +81,10 @@ class NeuronCore : public sc_core::sc_module {
   sc_core::sc_event kernel_started;
   sc_core::sc_event engine_finished;
 
-  const DmaPlan& plan_of(isa::Engine e, size_t index) const;
   std::string deadlock_report() const;
 
  private:
   void sequence();
-  std::array<size_t, isa::kEngineCount> plan_base_{};
 };
 
 }  // namespace trnsim::models

@@ -24,6 +24,7 @@ struct SimulationResult {
   uint32_t hbm_stacks = 1;
   double hbm_stack_peak_bytes_per_ns = 0;
   std::vector<Picoseconds> dma_engine_busy;  // per core, summed over its DMA engines
+  uint64_t memory_system_events = 0;         // internal events of the DMA/HBM model (bench/)
 };
 
 // Runs `program` on memories.size() NeuronCores (at least one) that share one memory system:
