@@ -1,12 +1,18 @@
 #include "workloads/kernels.hpp"
 
+#include "workloads/attention.hpp"
+#include "workloads/layernorm.hpp"
 #include "workloads/rmsnorm.hpp"
+#include "workloads/softmax.hpp"
 
 namespace trnsim::workloads {
 
 const std::vector<KernelEntry>& kernel_table() {
   static const std::vector<KernelEntry> table = {
       {"rmsnorm", {"variant", "eps"}, 2, "[rows, hidden]", true, lower_rmsnorm_fused},
+      {"layernorm", {"eps", "method"}, 2, "[rows, hidden]", true, lower_layernorm, 1e-5},
+      {"softmax", {}, 2, "[rows, hidden]", true, lower_softmax},
+      {"attention", {"causal"}, 3, "[heads, seq, head_dim]", true, lower_attention},
   };
   return table;
 }
