@@ -106,8 +106,7 @@ int sc_main(int argc, char* argv[]) {
         ->required();
     app.add_flag("--update", o.update,
                  "rewrite the golden file from this run and say what changed");
-    app.add_option("--arch", o.arch,
-                   "hardware preset or arch file (default: the golden file's)");
+    app.add_option("--arch", o.arch, "hardware preset or arch file (default: the golden file's)");
     app.add_option("--set", o.sets, "override a hardware parameter, name=value (repeatable)");
     app.add_option("--out", o.out, "directory for this run's outputs")->capture_default_str();
     app.add_flag("--full", o.full, "run the functional model and its check too");
@@ -153,9 +152,10 @@ int sc_main(int argc, char* argv[]) {
   }
   if (command == "sweep") {
     args.erase(args.begin() + 1);
-    CLI::App app{"Run a parameter sweep: each point a trnsim run in a process of its own, results "
-                 "as CSV, JSON, a table and a plot (docs/sweeps.md)",
-                 "trnsim sweep"};
+    CLI::App app{
+        "Run a parameter sweep: each point a trnsim run in a process of its own, results "
+        "as CSV, JSON, a table and a plot (docs/sweeps.md)",
+        "trnsim sweep"};
     trnsim::sim::SweepOptions o;
     app.add_option("sweep", o.file, "sweep file (docs/sweeps.md)")->required();
     app.add_option("-j,--jobs", o.jobs, "points run at once (on each MPI rank)")
@@ -166,7 +166,8 @@ int sc_main(int argc, char* argv[]) {
     app.add_flag("--full", o.full,
                  "run the functional model and its check in every point (default: the file's "
                  "timing_only, true unless it says false)");
-    app.add_flag("--timing-only", o.timing_only, "timing only in every point, whatever the file says");
+    app.add_flag("--timing-only", o.timing_only,
+                 "timing only in every point, whatever the file says");
     app.footer(TRNSIM_HAVE_MPI_TEXT);
     if (const int rc = parse(app, args); rc >= 0) return rc;
     std::unique_ptr<trnsim::sim::SweepComm> comm = trnsim::sim::mpi_comm();

@@ -1,10 +1,10 @@
 #include "workloads/kernels.hpp"
 
+#include "workloads/attention.hpp"
 #include "workloads/engine_stream_bench.hpp"
+#include "workloads/layernorm.hpp"
 #include "workloads/matmul.hpp"
 #include "workloads/mlp.hpp"
-#include "workloads/attention.hpp"
-#include "workloads/layernorm.hpp"
 #include "workloads/rmsnorm.hpp"
 #include "workloads/softmax.hpp"
 
