@@ -36,7 +36,8 @@ void check_keys(const json& object, const std::vector<std::string>& known, const
 std::string string_at(const json& doc, const char* key, const std::string& file) {
   if (!doc.contains(key)) return {};
   if (!doc[key].is_string()) {
-    fail(file, fmt::format("/{}", key), fmt::format("expected a string, got {}", doc[key].type_name()));
+    fail(file, fmt::format("/{}", key),
+         fmt::format("expected a string, got {}", doc[key].type_name()));
   }
   return doc[key].get<std::string>();
 }
@@ -74,7 +75,8 @@ ArchSpec parse_document(const std::string& text, const std::string& file, bool a
   } catch (const JsonError& e) {
     throw ArchFileError(e.what());
   }
-  if (!doc.is_object()) fail(file, "/", fmt::format("expected a JSON object, got {}", doc.type_name()));
+  if (!doc.is_object())
+    fail(file, "/", fmt::format("expected a JSON object, got {}", doc.type_name()));
   check_keys(doc, kDocumentKeys, file, "");
 
   ArchSpec spec;
@@ -187,8 +189,8 @@ std::vector<ArchSpec> load_presets() {
     try {
       ArchSpec s = parse_document(std::string(f.text), file, false);
       if (s.config.name != f.name) {
-        throw ArchFileError(fmt::format("{}: /name: \"{}\" is not the file's name", file,
-                                        s.config.name));
+        throw ArchFileError(
+            fmt::format("{}: /name: \"{}\" is not the file's name", file, s.config.name));
       }
       s.origin = fmt::format("built-in preset {} ({})", f.name, file);
       specs.push_back(std::move(s));

@@ -8,7 +8,9 @@
 namespace trnsim::isa {
 
 JsonError::JsonError(const std::string& file, const std::string& where, const std::string& what)
-    : std::runtime_error(fmt::format("{}: {}: {}", file, where, what)), where_(where), what_(what) {}
+    : std::runtime_error(fmt::format("{}: {}: {}", file, where, what)),
+      where_(where),
+      what_(what) {}
 
 namespace {
 

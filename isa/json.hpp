@@ -28,7 +28,7 @@ Json parse_json_text(const std::string& text, const std::string& file);
 
 extern template nlohmann::json parse_json_text<nlohmann::json>(const std::string&,
                                                                const std::string&);
-extern template nlohmann::ordered_json parse_json_text<nlohmann::ordered_json>(
-    const std::string&, const std::string&);
+extern template nlohmann::ordered_json parse_json_text<nlohmann::ordered_json>(const std::string&,
+                                                                               const std::string&);
 
 }  // namespace trnsim::isa

@@ -152,7 +152,8 @@ int check(const CheckOptions& o) {
       json updated = golden;
       updated["workload"] = run.workload;
       // A preset by name; an arch file by the path it was given as (as the workload is).
-      updated["arch"] = !run.arch.empty() && !isa::find_preset_spec(run.arch) ? run.arch : arch_name;
+      updated["arch"] =
+          !run.arch.empty() && !isa::find_preset_spec(run.arch) ? run.arch : arch_name;
       std::vector<std::string> metrics;
       if (exists) {
         for (const auto& item : golden["summary"].items()) metrics.push_back(item.key());

@@ -7,6 +7,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <fmt/format.h>
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
@@ -15,11 +16,10 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
-#include <fmt/format.h>
 #include <iostream>
 #include <map>
-#include <optional>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <set>
 
 #include "isa/arch_file.hpp"
@@ -42,21 +42,28 @@ using nlohmann::ordered_json;
 constexpr size_t kMaxPoints = 100000;
 constexpr const char* kVersion = "0.1.0";
 
-const std::vector<std::string> kSweepKeys = {"name", "description", "workloads", "arch", "set",
+const std::vector<std::string> kSweepKeys = {"name", "description", "workloads",   "arch", "set",
                                              "grid", "zip",         "timing_only", "plot"};
 const std::vector<std::string> kPlotKeys = {"x", "y", "log_x", "log_y", "title"};
 
 // The stats.json metrics a row carries besides time and cycles, in column order.
-const std::vector<std::string> kRowMetrics = {
-    "tensor_engine_active_time_percent", "vector_engine_active_time_percent",
-    "scalar_engine_active_time_percent", "gpsimd_engine_active_time_percent",
-    "sync_engine_active_time_percent",   "dma_active_time_percent",
-    "mbu_estimated_percent",             "mfu_estimated_percent",
-    "hbm_achieved_bytes_per_second",     "dma_achieved_bytes_per_second"};
+const std::vector<std::string> kRowMetrics = {"tensor_engine_active_time_percent",
+                                              "vector_engine_active_time_percent",
+                                              "scalar_engine_active_time_percent",
+                                              "gpsimd_engine_active_time_percent",
+                                              "sync_engine_active_time_percent",
+                                              "dma_active_time_percent",
+                                              "mbu_estimated_percent",
+                                              "mfu_estimated_percent",
+                                              "hbm_achieved_bytes_per_second",
+                                              "dma_achieved_bytes_per_second"};
 const std::vector<std::pair<std::string, std::string>> kBusyNames = {
-    {"tensor_engine_active_time_percent", "TensorE"}, {"vector_engine_active_time_percent", "VectorE"},
-    {"scalar_engine_active_time_percent", "ScalarE"}, {"gpsimd_engine_active_time_percent", "GpSimdE"},
-    {"sync_engine_active_time_percent", "SyncE"},     {"dma_active_time_percent", "DMA"}};
+    {"tensor_engine_active_time_percent", "TensorE"},
+    {"vector_engine_active_time_percent", "VectorE"},
+    {"scalar_engine_active_time_percent", "ScalarE"},
+    {"gpsimd_engine_active_time_percent", "GpSimdE"},
+    {"sync_engine_active_time_percent", "SyncE"},
+    {"dma_active_time_percent", "DMA"}};
 
 // Columns a plot may use as y.
 std::vector<std::string> plot_metrics() {
@@ -98,8 +105,8 @@ struct Point {
   size_t index = 0;
   std::string id;  // p000, p001, ...
   size_t workload = 0;
-  bool base = false;        // the point speedups of its workload are relative to
-  bool extra_base = false;  // the base point, added because no grid point equals it
+  bool base = false;                // the point speedups of its workload are relative to
+  bool extra_base = false;          // the base point, added because no grid point equals it
   std::vector<std::string> values;  // per spec.varied
   std::vector<std::string> sets;    // fixed then varied, "name=value"
   json definition;                  // what the point is, to know a finished one on --resume
@@ -160,14 +167,16 @@ SweepSpec parse_sweep(const std::string& file) {
   } catch (const isa::JsonError& e) {
     throw InputError(e.what());
   }
-  if (!doc.is_object()) fail(file, "/", fmt::format("expected a JSON object, got {}", doc.type_name()));
+  if (!doc.is_object())
+    fail(file, "/", fmt::format("expected a JSON object, got {}", doc.type_name()));
   check_keys(doc, kSweepKeys, file, "");
 
   SweepSpec s;
   s.file = file;
   auto string_of = [&](const char* key) {
     if (!doc[key].is_string()) {
-      fail(file, fmt::format("/{}", key), fmt::format("expected a string, got {}", doc[key].type_name()));
+      fail(file, fmt::format("/{}", key),
+           fmt::format("expected a string, got {}", doc[key].type_name()));
     }
     return doc[key].get<std::string>();
   };
@@ -184,7 +193,8 @@ SweepSpec parse_sweep(const std::string& file) {
     listed.emplace_back("/workloads", w);
   } else if (w.is_array()) {
     if (w.empty()) fail(file, "/workloads", "empty; expected at least one workload file");
-    for (size_t i = 0; i < w.size(); ++i) listed.emplace_back(fmt::format("/workloads/{}", i), w[i]);
+    for (size_t i = 0; i < w.size(); ++i)
+      listed.emplace_back(fmt::format("/workloads/{}", i), w[i]);
   } else {
     fail(file, "/workloads",
          fmt::format("expected a workload file or a list of them, got {}", w.type_name()));
@@ -197,15 +207,17 @@ SweepSpec parse_sweep(const std::string& file) {
     const std::string path = resolve(as_written, file);
     try {
       const std::string wtext = read_input_file(path);
-      const bool program = path.size() > 5 && (path.compare(path.size() - 5, 5, ".tasm") == 0 ||
-                                                wtext.find("\"trnsim-program\"") != std::string::npos);
+      const bool program =
+          path.size() > 5 && (path.compare(path.size() - 5, 5, ".tasm") == 0 ||
+                              wtext.find("\"trnsim-program\"") != std::string::npos);
       if (!program) (void)workloads::parse_workload(wtext, path);
     } catch (const InputError& e) {
       fail(file, where, e.what());
     } catch (const workloads::WorkloadError& e) {
       fail(file, where, e.what());
     }
-    if (std::find(s.workload_paths.begin(), s.workload_paths.end(), path) != s.workload_paths.end()) {
+    if (std::find(s.workload_paths.begin(), s.workload_paths.end(), path) !=
+        s.workload_paths.end()) {
       fail(file, where, fmt::format("{} is listed twice", as_written));
     }
     s.workloads.push_back(as_written);
@@ -254,7 +266,8 @@ SweepSpec parse_sweep(const std::string& file) {
   }
 
   // A list of values for `name`, each checked as --set would.
-  auto values_of = [&](const std::string& name, const ordered_json& list, const std::string& where) {
+  auto values_of = [&](const std::string& name, const ordered_json& list,
+                       const std::string& where) {
     if (!list.is_array()) {
       fail(file, where, fmt::format("expected a list of values, got {}", list.type_name()));
     }
@@ -277,7 +290,8 @@ SweepSpec parse_sweep(const std::string& file) {
       claim(item.key(), where);
       Axis a;
       a.params.push_back(item.key());
-      for (const std::string& v : values_of(item.key(), item.value(), where)) a.values.push_back({v});
+      for (const std::string& v : values_of(item.key(), item.value(), where))
+        a.values.push_back({v});
       s.axes.push_back(std::move(a));
     }
   }
@@ -288,7 +302,8 @@ SweepSpec parse_sweep(const std::string& file) {
       groups.emplace_back("/zip", &zip);
     } else if (zip.is_array()) {
       if (zip.empty()) fail(file, "/zip", "empty; expected an object of parameter: [values]");
-      for (size_t i = 0; i < zip.size(); ++i) groups.emplace_back(fmt::format("/zip/{}", i), &zip[i]);
+      for (size_t i = 0; i < zip.size(); ++i)
+        groups.emplace_back(fmt::format("/zip/{}", i), &zip[i]);
     } else {
       fail(file, "/zip", "expected an object of parameter: [values] (or a list of such objects)");
     }
@@ -340,7 +355,8 @@ SweepSpec parse_sweep(const std::string& file) {
       s.plot.x = p["x"].get<std::string>();
       if (std::find(s.varied.begin(), s.varied.end(), s.plot.x) == s.varied.end()) {
         fail(file, "/plot/x",
-             fmt::format("{} is not varied; expected one of {}", s.plot.x, fmt::join(s.varied, ", ")));
+             fmt::format("{} is not varied; expected one of {}", s.plot.x,
+                         fmt::join(s.varied, ", ")));
       }
     }
     if (p.contains("y")) {
@@ -442,7 +458,8 @@ std::vector<Point> expand(const SweepSpec& s, bool timing_only) {
     p.id = fmt::format("p{:0{}}", i, points.size() > 1000 ? 5 : 3);
     p.sets = s.fixed_sets;
     if (!p.extra_base) {
-      for (size_t k = 0; k < s.varied.size(); ++k) p.sets.push_back(s.varied[k] + "=" + p.values[k]);
+      for (size_t k = 0; k < s.varied.size(); ++k)
+        p.sets.push_back(s.varied[k] + "=" + p.values[k]);
     }
     isa::ArchSpec arch = s.base;
     try {
@@ -451,7 +468,8 @@ std::vector<Point> expand(const SweepSpec& s, bool timing_only) {
       fail(s.file, fmt::format("point {}", p.id), e.what());
     }
     json params = json::object();
-    for (const auto& t : table) params[std::string(t.name)] = isa::parameter_value_text(t, arch.config);
+    for (const auto& t : table)
+      params[std::string(t.name)] = isa::parameter_value_text(t, arch.config);
     p.definition = {{"trnsim_version", kVersion},
                     {"workload", s.workload_paths[p.workload]},
                     {"workload_fnv1a", workload_hashes[p.workload]},
@@ -578,7 +596,11 @@ struct PointFiles {
 
 PointFiles files_of(const std::string& out_dir, const Point& p) {
   const std::string d = out_dir + "/points/" + p.id;
-  return {d, d + "/point.json", d + "/result.json", d + "/stats.json", d + "/stdout.txt",
+  return {d,
+          d + "/point.json",
+          d + "/result.json",
+          d + "/stats.json",
+          d + "/stdout.txt",
           d + "/stderr.txt"};
 }
 
@@ -606,7 +628,10 @@ void write_file(const std::string& path, const std::string& text) {
 class Progress {
  public:
   Progress(size_t total, int rank, int ranks)
-      : total_(total), rank_(rank), ranks_(ranks), tty_(::isatty(STDERR_FILENO) != 0),
+      : total_(total),
+        rank_(rank),
+        ranks_(ranks),
+        tty_(::isatty(STDERR_FILENO) != 0),
         start_(std::chrono::steady_clock::now()) {}
 
   void started() {
@@ -735,8 +760,8 @@ std::map<size_t, json> run_points(const SweepSpec& s, const std::vector<Point>& 
     fs::remove_all(f.dir, ec);
     make_output_directory(f.dir);
     write_file(f.definition, p.definition.dump(2) + "\n");
-    std::vector<std::string> args = {exe, "run", s.workload_paths[p.workload], "--arch", s.arch_arg,
-                                     "--out", f.dir};
+    std::vector<std::string> args = {
+        exe, "run", s.workload_paths[p.workload], "--arch", s.arch_arg, "--out", f.dir};
     if (timing_only) args.push_back("--timing-only");
     for (const std::string& set : p.sets) {
       args.push_back("--set");
@@ -747,7 +772,8 @@ std::map<size_t, json> run_points(const SweepSpec& s, const std::vector<Point>& 
     argv.push_back(nullptr);
     std::fflush(nullptr);
     const pid_t pid = ::fork();
-    if (pid < 0) throw OutputError(fmt::format("cannot start a point: fork: {}", std::strerror(errno)));
+    if (pid < 0)
+      throw OutputError(fmt::format("cannot start a point: fork: {}", std::strerror(errno)));
     if (pid == 0) {
       // The child: only async-signal-safe calls until exec.
       const int in = ::open("/dev/null", O_RDONLY);
@@ -791,7 +817,8 @@ std::map<size_t, json> run_points(const SweepSpec& s, const std::vector<Point>& 
       }
     } else if (WIFSIGNALED(status)) {
       code = 128 + WTERMSIG(status);
-      error = fmt::format("killed by signal {} ({})", WTERMSIG(status), strsignal(WTERMSIG(status)));
+      error =
+          fmt::format("killed by signal {} ({})", WTERMSIG(status), strsignal(WTERMSIG(status)));
     }
     json stats;
     if (code == 0 || code == 1) {
@@ -842,7 +869,8 @@ void add_speedups(std::vector<json>& rows) {
   }
   for (json& r : rows) {
     const auto it = base.find(r["workload"].get<std::string>());
-    if (it != base.end() && r["total_time_us"].is_number() && r["total_time_us"].get<double>() > 0) {
+    if (it != base.end() && r["total_time_us"].is_number() &&
+        r["total_time_us"].get<double>() > 0) {
       r["speedup"] = it->second / r["total_time_us"].get<double>();
     } else {
       r["speedup"] = nullptr;
@@ -853,7 +881,8 @@ void add_speedups(std::vector<json>& rows) {
 std::string csv_text(const SweepSpec& s, const std::vector<json>& rows) {
   std::vector<std::string> header = {"point", "workload", "base"};
   header.insert(header.end(), s.varied.begin(), s.varied.end());
-  header.insert(header.end(), {"status", "total_time_us", "neuroncore_cycle_count", "speedup", "busiest"});
+  header.insert(header.end(),
+                {"status", "total_time_us", "neuroncore_cycle_count", "speedup", "busiest"});
   header.insert(header.end(), kRowMetrics.begin(), kRowMetrics.end());
   header.push_back("error");
   std::string out;
@@ -878,7 +907,8 @@ std::string csv_text(const SweepSpec& s, const std::vector<json>& rows) {
 
 json results_json(const SweepSpec& s, bool timing_only, const std::vector<json>& rows) {
   json units = json::object();
-  for (const std::string& name : s.varied) units[name] = std::string(isa::find_parameter(name)->unit);
+  for (const std::string& name : s.varied)
+    units[name] = std::string(isa::find_parameter(name)->unit);
   return {{"trnsim_version", kVersion},
           {"sweep", s.name},
           {"description", s.description},
@@ -897,13 +927,15 @@ std::string table_text(const SweepSpec& s, const std::vector<json>& rows) {
   header.insert(header.end(), {"time us", "cycles", "speedup", "busiest", "MBU%", "status"});
   cells.push_back(header);
   for (const json& r : rows) {
-    std::vector<std::string> c = {r["point"].get<std::string>() + (r["base"].get<bool>() ? "*" : ""),
-                                  fs::path(r["workload"].get<std::string>()).filename().string()};
+    std::vector<std::string> c = {
+        r["point"].get<std::string>() + (r["base"].get<bool>() ? "*" : ""),
+        fs::path(r["workload"].get<std::string>()).filename().string()};
     for (const std::string& name : s.varied) c.push_back(json_text(r["parameters"][name]));
     const bool ran = r["total_time_us"].is_number();
     c.push_back(ran ? fmt::format("{:.2f}", r["total_time_us"].get<double>()) : "-");
     c.push_back(ran ? json_text(r["neuroncore_cycle_count"]) : "-");
-    c.push_back(r["speedup"].is_number() ? fmt::format("{:.2f}x", r["speedup"].get<double>()) : "-");
+    c.push_back(r["speedup"].is_number() ? fmt::format("{:.2f}x", r["speedup"].get<double>())
+                                         : "-");
     c.push_back(ran ? r["busiest"].get<std::string>() : "-");
     const json& mbu = r["metrics"]["mbu_estimated_percent"];
     c.push_back(mbu.is_number() ? fmt::format("{:.1f}", mbu.get<double>()) : "-");
@@ -1010,13 +1042,14 @@ std::string plot(const SweepSpec& s, const std::vector<json>& rows, const std::s
   gp += "set terminal svg size 800,500 dynamic font 'Helvetica,13' background rgb 'white'\n";
   gp += "set output 'plot.svg'\n";
   gp += "set termoption noenhanced\n";
-  gp += fmt::format("set title {}\n",
-                    gnuplot_string(s.plot.title.empty()
-                                       ? fmt::format("{}: {} against {}", s.name,
-                                                     metric_label(s.plot.y), s.plot.x)
-                                       : s.plot.title));
-  gp += fmt::format("set xlabel {}\n",
-                    gnuplot_string(unit.empty() ? s.plot.x : fmt::format("{} ({})", s.plot.x, unit)));
+  gp += fmt::format(
+      "set title {}\n",
+      gnuplot_string(s.plot.title.empty() ? fmt::format("{}: {} against {}", s.name,
+                                                        metric_label(s.plot.y), s.plot.x)
+                                          : s.plot.title));
+  gp +=
+      fmt::format("set xlabel {}\n",
+                  gnuplot_string(unit.empty() ? s.plot.x : fmt::format("{} ({})", s.plot.x, unit)));
   gp += fmt::format("set ylabel {}\n", gnuplot_string(metric_label(s.plot.y)));
   gp += "set grid\nset key outside bottom center horizontal\n";
   if (s.plot.log_x) gp += "set logscale x 2\n";
@@ -1168,7 +1201,8 @@ int sweep(const SweepOptions& o, SweepComm& comm) {
       size_t failed = 0;
       for (const json& r : ordered) failed += r["status"] != "ok";
       write_file(out_dir + "/results.csv", csv_text(spec, ordered));
-      write_file(out_dir + "/results.json", results_json(spec, timing_only, ordered).dump(2) + "\n");
+      write_file(out_dir + "/results.json",
+                 results_json(spec, timing_only, ordered).dump(2) + "\n");
       const std::string table = table_text(spec, ordered);
       write_file(out_dir + "/table.txt", table);
       const std::string plot_note = plot(spec, ordered, out_dir);

@@ -701,11 +701,12 @@ LibraryKernel library_kernel(const Workload& w, const Graph& g, const GraphOp& o
   LibraryKernel k;
   if (op.op == "transpose") {
     const uint64_t es = isa::size_of(x.dtype);
-    const uint64_t chunk = std::min<uint64_t>(
-        static_cast<uint64_t>(x.shape[1]),
-        std::min<uint64_t>(arch.sbuf_partition_bytes / (2 * es), 16384));
+    const uint64_t chunk =
+        std::min<uint64_t>(static_cast<uint64_t>(x.shape[1]),
+                           std::min<uint64_t>(arch.sbuf_partition_bytes / (2 * es), 16384));
     const uint64_t blocks = (static_cast<uint64_t>(x.shape[0]) + arch.partitions - 1) /
-                            arch.partitions * ((static_cast<uint64_t>(x.shape[1]) + chunk - 1) / chunk);
+                            arch.partitions *
+                            ((static_cast<uint64_t>(x.shape[1]) + chunk - 1) / chunk);
     if (2 * blocks > arch.max_instructions) {
       throw WorkloadError(w.file, op.where,
                           fmt::format("transpose of [{}, {}] needs {} DMA instructions; a kernel "

@@ -1,9 +1,12 @@
 #include "workloads/kernels.hpp"
 
+#include "workloads/attention.hpp"
 #include "workloads/engine_stream_bench.hpp"
+#include "workloads/layernorm.hpp"
 #include "workloads/matmul.hpp"
 #include "workloads/mlp.hpp"
 #include "workloads/rmsnorm.hpp"
+#include "workloads/softmax.hpp"
 
 namespace trnsim::workloads {
 
@@ -12,6 +15,9 @@ const std::vector<KernelEntry>& kernel_table() {
       {"rmsnorm", {"variant", "eps"}, 2, "[rows, hidden]", true, lower_rmsnorm_fused},
       {"matmul", {"strategy", "a_layout"}, 3, "[M, K, N]", true, lower_matmul},
       {"mlp", {"activation"}, 3, "[M, D, F]", true, lower_mlp},
+      {"layernorm", {"eps", "method"}, 2, "[rows, hidden]", true, lower_layernorm, 1e-5},
+      {"softmax", {}, 2, "[rows, hidden]", true, lower_softmax},
+      {"attention", {"causal"}, 3, "[heads, seq, head_dim]", true, lower_attention},
       {"engine_stream",
        {"engine", "instructions"},
        2,

@@ -20,6 +20,7 @@ struct KernelEntry {
   std::string shape_help;  // "[rows, hidden]": what the shape's dimensions are
   bool float_only = true;  // integer dtypes are refused
   LoweredKernel (*lower)(const Workload&, const isa::ArchConfig&, bool functional) = nullptr;
+  double default_eps = 1e-6;  // Workload::eps when the file gives none (kernels taking "eps")
 };
 
 // Every kernel of the kernel form except the DMA micro-benchmarks ("dma"), which take their

@@ -80,6 +80,23 @@ CheckResult check_outputs(const LoweredKernel& k, const isa::MemoryImage& memory
   return c;
 }
 
+double rounding_unit(isa::DType dt) {
+  switch (dt) {
+    case isa::DType::fp32:
+      return 0x1.0p-24;
+    case isa::DType::bf16:
+      return 0x1.0p-8;
+    case isa::DType::fp16:
+      return 0x1.0p-11;
+    case isa::DType::fp8_e4m3:
+      return 0x1.0p-4;
+    case isa::DType::fp8_e5m2:
+      return 0x1.0p-3;
+    default:
+      return 0.5;  // integers: half of one
+  }
+}
+
 std::string functional_size_problem(uint64_t hbm_bytes) {
   if (hbm_bytes <= kMaxFunctionalHbmBytes) return "";
   return fmt::format(

@@ -27,6 +27,11 @@ struct Tolerance {
   double rtol = 0;
 };
 
+// The relative error of one rounding to `dt`, round-to-nearest-even: half the spacing of its
+// values at 1 (2^-24 for fp32, 2^-8 for bf16, 2^-11 for fp16, 2^-4 for fp8_e4m3, 2^-3 for
+// fp8_e5m2). Kernels size their tolerances from it. Floating-point dtypes only.
+double rounding_unit(isa::DType dt);
+
 struct LoweredKernel {
   isa::Program program;
   std::vector<HostTensor> inputs;    // empty when lowered for timing only

@@ -297,8 +297,15 @@ LoweredKernel lower_rmsnorm_fused(const Workload& w, const isa::ArchConfig& arch
   // x^2, the sum, the scale by 1/rms and the gamma multiply per element; eps and rsqrt per row.
   k.model_flops = static_cast<uint64_t>(rows) * (4 * static_cast<uint64_t>(hidden) + 2);
   // bf16 output: two roundings to bf16 (scaled x, then y) of 2^-9 relative each, plus fp32
-  // accumulation; 1% is about 2.5 bf16 ulps.
-  k.tolerance = dt == DType::bf16 ? Tolerance{1e-3, 1e-2} : Tolerance{1e-5, 1e-4};
+  // accumulation; 1% is about 2.5 bf16 ulps. fp16 and fp8 alike: 2.5 ulps of the dtype (5
+  // rounding units) and half a unit absolute for values that round among the smallest ones.
+  if (dt == DType::fp32) {
+    k.tolerance = Tolerance{1e-5, 1e-4};
+  } else if (dt == DType::bf16) {
+    k.tolerance = Tolerance{1e-3, 1e-2};
+  } else {
+    k.tolerance = Tolerance{rounding_unit(dt) / 2, 5 * rounding_unit(dt)};
+  }
 
   if (functional) {
     SeededRandom rng(w.seed);

@@ -161,6 +161,7 @@ Workload parse_workload(const std::string& text, const std::string& file) {
     }
     return w;
   }
+  w.eps = entry->default_eps;
   for (const std::string& key : entry->options) {
     if (doc.contains(key) && key != "variant" && key != "eps") w.options[key] = doc[key];
   }

@@ -34,7 +34,7 @@ struct Workload {
   std::string variant = "fused";  // rmsnorm: "fused"
   std::vector<int64_t> shape;
   isa::DType dtype = isa::DType::bf16;
-  double eps = 1e-6;
+  double eps = 1e-6;  // the kernel's default (KernelEntry::default_eps) unless the file gives one
   uint64_t seed = 0;
   // NeuronCores that each run the kernel on their own tensors, sharing the memory system
   // (HBM stacks are shared as the preset says). 1 by default.

@@ -137,16 +137,18 @@ TEST_CASE("sweep: bad sweep files fail before any point runs, exit 2, naming the
   refused("set_and_varied",
           R"({"workloads": "w.json", "set": {"pe_rows": 64}, "grid": {"pe_rows": [32]}})",
           "/grid/pe_rows", "already set or varied at /set/pe_rows");
-  refused("bad_set", R"({"workloads": "w.json", "set": {"hbm.t_rcd": -1}, "grid": {"pe_rows": [32]}})",
+  refused("bad_set",
+          R"({"workloads": "w.json", "set": {"hbm.t_rcd": -1}, "grid": {"pe_rows": [32]}})",
           "/set/hbm.t_rcd", "out of range");
   refused("missing_workload", R"({"workloads": ["nope.json"], "grid": {"pe_rows": [32]}})",
           "/workloads/0", "nope.json");
-  refused("bad_workload", R"({"workloads": ["s.json"], "grid": {"pe_rows": [32]}})",
-          "/workloads/0", "/kernel");
+  refused("bad_workload", R"({"workloads": ["s.json"], "grid": {"pe_rows": [32]}})", "/workloads/0",
+          "/kernel");
   refused("no_workloads", R"({"grid": {"pe_rows": [32]}})", "/workloads", "missing");
   refused("bad_arch", R"({"workloads": "w.json", "arch": "trn5", "grid": {"pe_rows": [32]}})",
           "/arch", "unknown preset");
-  refused("plot_x", R"({"workloads": "w.json", "grid": {"pe_rows": [32]}, "plot": {"x": "pe_columns"}})",
+  refused("plot_x",
+          R"({"workloads": "w.json", "grid": {"pe_rows": [32]}, "plot": {"x": "pe_columns"}})",
           "/plot/x", "not varied");
   refused("plot_y", R"({"workloads": "w.json", "grid": {"pe_rows": [32]}, "plot": {"y": "time"}})",
           "/plot/y", "unknown metric");
@@ -197,8 +199,9 @@ TEST_CASE("sweep: --resume reuses finished points and runs only the rest") {
   REQUIRE(again.exit_code == 0);
   CHECK(again.err.find("0 reused") != std::string::npos);
   CHECK_FALSE(std::filesystem::exists(dir + "/o/points/p001/marker"));
-  write_file(dir, "s.json",
-             R"({"name": "small", "workloads": ["w.json"], "grid": {"clock.scalar_mhz": [600, 1200]}})");
+  write_file(
+      dir, "s.json",
+      R"({"name": "small", "workloads": ["w.json"], "grid": {"clock.scalar_mhz": [600, 1200]}})");
   const Invocation changed = trnsim("sweep " + dir + "/s.json --out " + dir + "/o --resume", dir);
   REQUIRE(changed.exit_code == 0);
   CHECK(changed.err.find("0 reused") != std::string::npos);
@@ -207,9 +210,8 @@ TEST_CASE("sweep: --resume reuses finished points and runs only the rest") {
 
 TEST_CASE("sweep: without gnuplot it says so, skips the plot and still succeeds") {
   const std::string dir = sweep_dir("sweep_no_gnuplot");
-  const Invocation r =
-      trnsim("sweep " + dir + "/s.json --out " + dir + "/o", dir,
-             std::string("PATH=") + dir + "/no-such-dir " + TRNSIM_BINARY);
+  const Invocation r = trnsim("sweep " + dir + "/s.json --out " + dir + "/o", dir,
+                              std::string("PATH=") + dir + "/no-such-dir " + TRNSIM_BINARY);
   INFO(r.err);
   CHECK(r.exit_code == 0);
   CHECK(r.out.find("gnuplot is not installed") != std::string::npos);
@@ -226,8 +228,9 @@ TEST_CASE("sweep: without gnuplot it says so, skips the plot and still succeeds"
 TEST_CASE("sweep: bad options exit 2") {
   const std::string dir = sweep_dir("sweep_options");
   CHECK(trnsim("sweep " + dir + "/s.json -j 0 --out " + dir + "/o", dir).exit_code == 2);
-  CHECK(trnsim("sweep " + dir + "/s.json --full --timing-only --out " + dir + "/o", dir).exit_code ==
-        2);
+  CHECK(
+      trnsim("sweep " + dir + "/s.json --full --timing-only --out " + dir + "/o", dir).exit_code ==
+      2);
   CHECK_FALSE(std::filesystem::exists(dir + "/o"));
   CHECK(trnsim("sweep", dir).exit_code == 2);
   CHECK(trnsim("sweep " + dir + "/nope.json", dir).err.find("nope.json") != std::string::npos);
@@ -239,8 +242,8 @@ TEST_CASE("arch file: a base preset with overrides runs, and params shows the so
     "name": "wide", "base": "trn2",
     "parameters": {"clock.scalar_mhz": 2400,
                    "hbm.stack_bytes_per_ns": {"value": 1450, "unit": "B/ns", "source": "what-if: 2x"}}})");
-  const Invocation r =
-      trnsim(example("rmsnorm.json") + " --timing-only --arch " + arch + " --out " + dir + "/o", dir);
+  const Invocation r = trnsim(
+      example("rmsnorm.json") + " --timing-only --arch " + arch + " --out " + dir + "/o", dir);
   INFO(r.err);
   REQUIRE(r.exit_code == 0);
   CHECK(r.out.find("arch=wide") != std::string::npos);
@@ -251,7 +254,7 @@ TEST_CASE("arch file: a base preset with overrides runs, and params shows the so
   const Invocation p = trnsim("params --arch " + arch + " --set pe_columns=64", dir);
   CHECK(p.exit_code == 0);
   CHECK(p.out.find("based on trn2") != std::string::npos);
-  CHECK(p.out.find("what-if: 2x") != std::string::npos);        // its own source
+  CHECK(p.out.find("what-if: 2x") != std::string::npos);           // its own source
   CHECK(p.out.find("A2: VectorE 0.96 GHz") != std::string::npos);  // the base's
   CHECK(p.out.find("--set") != std::string::npos);
 }
@@ -287,9 +290,10 @@ TEST_CASE("arch file: errors name the file, the key and the expectation, exit 2"
               "/parameters/pe_colums", "did you mean pe_columns?");
   check_error("out_of_range", R"({"base": "trn2", "parameters": {"pe_rows": 512}})",
               "/parameters/pe_rows", "out of range");
-  check_error("wrong_unit",
-              R"({"base": "trn2", "parameters": {"clock.tensor_mhz": {"value": 3, "unit": "GHz"}}})",
-              "/parameters/clock.tensor_mhz/unit", "expected \"MHz\"");
+  check_error(
+      "wrong_unit",
+      R"({"base": "trn2", "parameters": {"clock.tensor_mhz": {"value": 3, "unit": "GHz"}}})",
+      "/parameters/clock.tensor_mhz/unit", "expected \"MHz\"");
   check_error("flag", R"({"base": "trn2", "parameters": {"vector_perf_modes": 1}})",
               "/parameters/vector_perf_modes", "true or false");
   check_error("unknown_base", R"({"base": "trn22", "parameters": {}})", "/base",

@@ -109,3 +109,11 @@ TEST_CASE("an eager matmul through the library kernel matches the reference") {
       run_graph(graph_json("eager", R"("a": {"shape": [200, 96]}, "b": {"shape": [96, 136]})",
                            R"({"op": "matmul", "args": ["a", "b"], "strategy": 1, "out": "y"})")));
 }
+TEST_CASE("layer_norm and softmax ops run their library kernels and match the reference") {
+  require_pass(run_graph(graph_json(
+      "eager",
+      R"("x": {"shape": [300, 256]}, "g": {"shape": [256], "init": "uniform", "low": 0.5, "high": 1.5},
+         "b": {"shape": [256], "std": 0.1})",
+      R"({"op": "layer_norm", "args": ["x", "g", "b"], "out": "l"},
+         {"op": "softmax", "args": ["l"], "dim": -1, "out": "y"})")));
+}

@@ -40,7 +40,8 @@ TEST_CASE("every preset parameter has a source: a fact-sheet key or an assumptio
     REQUIRE(spec.sources.size() == parameters().size());
     for (size_t i = 0; i < parameters().size(); ++i) {
       INFO(spec.config.name << " " << parameters()[i].name << ": " << spec.sources[i]);
-      CHECK((std::regex_match(spec.sources[i], key) || std::regex_match(spec.sources[i], assumption)));
+      CHECK((std::regex_match(spec.sources[i], key) ||
+             std::regex_match(spec.sources[i], assumption)));
     }
   }
 }
@@ -130,8 +131,9 @@ TEST_CASE("a bad arch file names the file, the key and what was expected") {
              Contains("a.json: /parameters/pe_rows: expected an integer"));
   CHECK_THAT(error(R"({"base": "trn2", "parameters": {"pe_rows": 1.5}})"),
              Contains("a.json: /parameters/pe_rows: expected an integer"));
-  CHECK_THAT(error(R"({"base": "trn2", "parameters": {"pe_rows": {"value": 64, "units": "rows"}}})"),
-             Contains("a.json: /parameters/pe_rows/units: unknown key"));
+  CHECK_THAT(
+      error(R"({"base": "trn2", "parameters": {"pe_rows": {"value": 64, "units": "rows"}}})"),
+      Contains("a.json: /parameters/pe_rows/units: unknown key"));
   CHECK_THAT(error(R"({"base": "trn2", "parameters": {"pe_rows": {"unit": "rows"}}})"),
              Contains("a.json: /parameters/pe_rows/value: missing"));
   CHECK_THAT(error(R"({"base": "trn2", "base": "trn1", "parameters": {}})"),

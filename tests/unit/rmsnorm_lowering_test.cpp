@@ -255,3 +255,15 @@ TEST_CASE("the lowered rmsnorm computes rmsnorm", "[unit][rmsnorm]") {
   check_functional(rmsnorm(300, 96, "bf16", R"({"tile_rows": 64, "bufs": 3})"),
                    trnsim::isa::trn2());
 }
+
+TEST_CASE("the lowered rmsnorm passes its check in fp16 and fp8 too", "[unit][rmsnorm]") {
+  // Each output rounds twice in its dtype (x / rms, then times gamma): the tolerance follows the
+  // dtype's rounding unit, not fp32's.
+  for (const char* dtype : {"fp16", "fp8_e4m3", "fp8_e5m2"}) {
+    INFO(dtype);
+    check_functional(rmsnorm(256, 512, dtype), trnsim::isa::trn2());
+  }
+  const LoweredKernel k = lower(rmsnorm(128, 64, "fp16"), trnsim::isa::trn2(), false);
+  CHECK(k.tolerance.rtol == Approx(5 * 0x1.0p-11));
+  CHECK(k.tolerance.atol == Approx(0x1.0p-12));
+}
