@@ -307,7 +307,12 @@ int explain(const ExplainOptions& o) {
     return kBadInput;
   }
   std::vector<std::pair<std::string, double>> path;
-  if (read("trace.json", trace)) path = critical_path(trace);
+  std::string filtered;
+  if (read("trace.json", trace)) {
+    path = critical_path(trace);
+    const json other = trace.value("otherData", json::object());
+    filtered = other.value("trace_filter", "");
+  }
   const std::vector<Finding> f = diagnose(stats, path);
   if (o.json) {
     json out = json::array();
@@ -323,6 +328,12 @@ int explain(const ExplainOptions& o) {
   const json& w = stats.value("workload", json::object());
   std::cout << fmt::format("trnsim explain  {}  total {}\n", w.value("name", ""),
                            us(number(stats.value("summary", json::object()), "total_time")));
+  if (!filtered.empty()) {
+    std::cout << fmt::format(
+        "note: trace.json was written with --trace-filter '{}'; the critical path sees only what "
+        "it kept (rerun without the filter for the whole path)\n",
+        filtered);
+  }
   std::cout << findings_text(f, 10);
   return kSuccess;
 }

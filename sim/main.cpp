@@ -223,6 +223,9 @@ int sc_main(int argc, char* argv[]) {
   app.add_flag("--perf", o.perf,
                "also write perf.json: the simulator's own wall time per phase, peak memory and "
                "events per second (bench/ reads it)");
+  app.add_option("--trace-filter", o.trace_filter,
+                 "keep only some of trace.json: 'lanes=TensorE,DMA*' (names or patterns with * "
+                 "and ?), 'window=100us:250us', or both separated by ';' (repeatable)");
   bool verbose = false;
   app.add_flag("-v,--verbose", verbose, "log what the simulator does");
   if (const int rc = parse(app, args); rc >= 0) return rc;

@@ -108,6 +108,7 @@ RunOutcome execute(const RunOptions& o) {
   const auto t0 = std::chrono::steady_clock::now();
   const double cpu0 = cpu_seconds();
   try {
+    const TraceFilter trace_filter = parse_trace_filter(o.trace_filter);
     const LoadedWorkload in = load_workload_file(o.workload, o.arch, o.sets, !o.timing_only);
     const workloads::Workload& w = in.workload;
     const workloads::LoweredKernel& k = in.kernel;
@@ -127,6 +128,8 @@ RunOutcome execute(const RunOptions& o) {
       return out;
     }
 
+    check_trace_filter(trace_filter, TraceWriter::lane_names(k.program));
+
     // One functional state per core: each core runs the kernel on its own tensors.
     std::vector<std::unique_ptr<isa::MemoryImage>> memories;
     std::vector<isa::MemoryImage*> memory_ptrs;
@@ -140,7 +143,7 @@ RunOutcome execute(const RunOptions& o) {
 
     make_output_directory(o.out);
     StatsCollector stats(k.program, arch, w.cores);
-    TraceWriter trace(o.out + "/trace.json", k.program, arch, w.cores);
+    TraceWriter trace(o.out + "/trace.json", k.program, arch, w.cores, trace_filter);
     ProfileCollector profile(k.program, arch);
     EventCounter counter;
     Fanout sink({&stats, &profile, &trace, &counter});

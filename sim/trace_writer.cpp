@@ -66,60 +66,134 @@ void append_pattern(TraceText& out, const isa::AccessPattern& ap) {
 }
 }  // namespace
 
+uint64_t sbuf_bytes_per_partition(const isa::Program& program, size_t kernel) {
+  // Disjoint [begin, end) byte ranges, merged as they are added: tiles reuse a few buffers,
+  // so the set stays small however long the kernel.
+  std::map<int64_t, int64_t> ranges;
+  auto add = [&](const isa::AccessPattern& ap) {
+    if (!ap.present() || ap.memory != isa::Memory::sbuf) return;
+    const auto size = static_cast<int64_t>(isa::size_of(ap.dtype));
+    int64_t begin = static_cast<int64_t>(ap.offset) + ap.min_element_offset() * size;
+    int64_t end = static_cast<int64_t>(ap.offset) + ap.max_element_offset_exclusive() * size;
+    auto it = ranges.upper_bound(begin);
+    if (it != ranges.begin() && std::prev(it)->second >= begin) --it;
+    while (it != ranges.end() && it->first <= end) {
+      begin = std::min(begin, it->first);
+      end = std::max(end, it->second);
+      it = ranges.erase(it);
+    }
+    ranges.emplace(begin, end);
+  };
+  for (isa::Engine e : isa::kAllEngines) {
+    const auto [first, last] = program.kernel_range(kernel, e);
+    for (uint32_t i = first; i < last; ++i) {
+      const isa::Instruction& in = program.stream(e)[i];
+      add(in.dst);
+      for (const auto& src : in.src) add(src);
+      add(in.accumulate);
+      for (const isa::ScalarOperand* s : {&in.scale, &in.bias, &in.operand0, &in.operand1}) {
+        add(s->per_partition);
+      }
+    }
+  }
+  uint64_t bytes = 0;
+  for (const auto& [begin, end] : ranges) bytes += static_cast<uint64_t>(end - begin);
+  return bytes;
+}
+
 std::string trace_timestamp(Picoseconds t) {
   TraceText s;
   append_timestamp(s, t);
   return std::string(s.view());
 }
 
+std::vector<std::string> TraceWriter::lane_names(const isa::Program& program) {
+  std::vector<std::string> names;
+  if (!program.host_ops.empty()) names = {"framework", "runtime"};
+  names.emplace_back("Kernels");
+  for (isa::Engine e : isa::kAllEngines) names.emplace_back(isa::name_of(e));
+  for (const auto& q : program.queues) names.push_back("DMA " + q.name);
+  for (int c = 0; c < kCounters; ++c) names.emplace_back(counter_name(static_cast<Counter>(c)));
+  return names;
+}
+
+const char* TraceWriter::counter_name(Counter c) {
+  switch (c) {
+    case Counter::pending_dmas:
+      return "pending DMAs";
+    case Counter::dma_throughput:
+      return "DMA throughput";
+    case Counter::hbm_read:
+      return "HBM read bandwidth";
+    case Counter::hbm_write:
+      return "HBM write bandwidth";
+    case Counter::tensor_utilization:
+      return "TensorE utilization";
+    case Counter::sbuf_in_use:
+      return "SBUF in use";
+  }
+  return "";
+}
+
 TraceWriter::TraceWriter(const std::string& path, const isa::Program& program,
-                         const isa::ArchConfig& arch, uint32_t cores)
-    : lanes_(2 * static_cast<size_t>(cores)),
+                         const isa::ArchConfig& arch, uint32_t cores, TraceFilter filter)
+    : updates_(static_cast<size_t>(cores) * program.semaphores.size()),
+      filter_(std::move(filter)),
+      lanes_(kCounters * static_cast<size_t>(cores)),
       cores_(cores),
       file_(path),
       program_(program),
       arch_(arch) {
-  buffer_ += "{\"displayTimeUnit\":\"ns\",\"traceEvents\":[\n";
-  if (!program.host_ops.empty()) {
+  for (isa::Engine e : isa::kAllEngines) {
+    keep_engine_[isa::index_of(e)] = filter_.keeps_lane(isa::name_of(e));
+  }
+  for (const auto& q : program.queues) keep_queue_.push_back(filter_.keeps_lane("DMA " + q.name));
+  keep_kernels_ = filter_.keeps_lane("Kernels");
+  keep_framework_ = filter_.keeps_lane("framework");
+  keep_runtime_ = filter_.keeps_lane("runtime");
+  for (size_t k = 0; k < program.kernel_count(); ++k) {
+    sbuf_kib_.push_back(static_cast<double>(sbuf_bytes_per_partition(program, k)) / 1024.0);
+  }
+  for (size_t l = 0; l < lanes_.size(); ++l) {
+    const auto c = static_cast<Counter>(l % kCounters);
+    lanes_[l].in_order = c == Counter::tensor_utilization || c == Counter::sbuf_in_use;
+    lanes_[l].kept = filter_.keeps_lane(counter_name(c));
+  }
+
+  buffer_ += "{\"displayTimeUnit\":\"ns\",";
+  if (!filter_.keeps_everything()) {
+    buffer_ += R"("otherData":{"trace_filter":)";
+    append_json_string(buffer_, filter_.text);
+    buffer_ += "},";
+  }
+  buffer_ += "\"traceEvents\":[\n";
+  auto thread_name = [&](int pid, int tid, const std::string& name, int sort_index) {
+    event(fmt::format(R"({{"ph":"M","pid":{},"tid":{},"name":"thread_name","args":{{"name":{}}}}})",
+                      pid, tid, json_string(name)));
+    event(fmt::format(
+        R"({{"ph":"M","pid":{},"tid":{},"name":"thread_sort_index","args":{{"sort_index":{}}}}})",
+        pid, tid, sort_index));
+  };
+  if (!program.host_ops.empty() && (keep_framework_ || keep_runtime_)) {
     event(fmt::format(R"({{"ph":"M","pid":{},"name":"process_name","args":{{"name":"Host"}}}})",
                       kHostPid));
-    for (const auto& [tid, name] :
-         {std::pair<int, const char*>{kFrameworkLane, "framework"}, {kRuntimeLane, "runtime"}}) {
-      event(fmt::format(
-          R"({{"ph":"M","pid":{},"tid":{},"name":"thread_name","args":{{"name":"{}"}}}})", kHostPid,
-          tid, name));
-      event(fmt::format(
-          R"({{"ph":"M","pid":{},"tid":{},"name":"thread_sort_index","args":{{"sort_index":{}}}}})",
-          kHostPid, tid, tid));
-    }
+    if (keep_framework_) thread_name(kHostPid, kFrameworkLane, "framework", kFrameworkLane);
+    if (keep_runtime_) thread_name(kHostPid, kRuntimeLane, "runtime", kRuntimeLane);
   }
   for (uint32_t core = 0; core < cores_; ++core) {
     const int kCorePid = core_pid(core);
     event(fmt::format(
         R"({{"ph":"M","pid":{},"name":"process_name","args":{{"name":{}}}}})", kCorePid,
         json_string(fmt::format("NeuronCore {} ({}) {}", core, arch.name, program.name))));
-    event(fmt::format(
-        R"({{"ph":"M","pid":{},"tid":{},"name":"thread_name","args":{{"name":"Kernels"}}}})",
-        kCorePid, kKernelLane));
-    event(fmt::format(
-        R"({{"ph":"M","pid":{},"tid":{},"name":"thread_sort_index","args":{{"sort_index":-1}}}})",
-        kCorePid, kKernelLane));
+    if (keep_kernels_) thread_name(kCorePid, kKernelLane, "Kernels", -1);
     for (isa::Engine e : isa::kAllEngines) {
-      event(fmt::format(
-          R"({{"ph":"M","pid":{},"tid":{},"name":"thread_name","args":{{"name":"{}"}}}})", kCorePid,
-          engine_lane(e), isa::name_of(e)));
-      event(fmt::format(
-          R"({{"ph":"M","pid":{},"tid":{},"name":"thread_sort_index","args":{{"sort_index":{}}}}})",
-          kCorePid, engine_lane(e), engine_lane(e)));
+      if (keep_engine_[isa::index_of(e)]) {
+        thread_name(kCorePid, engine_lane(e), std::string(isa::name_of(e)), engine_lane(e));
+      }
     }
     for (size_t q = 0; q < program.queues.size(); ++q) {
       const int lane = queue_lane(static_cast<uint16_t>(q));
-      event(
-          fmt::format(R"({{"ph":"M","pid":{},"tid":{},"name":"thread_name","args":{{"name":{}}}}})",
-                      kCorePid, lane, json_string("DMA " + program.queues[q].name)));
-      event(fmt::format(
-          R"({{"ph":"M","pid":{},"tid":{},"name":"thread_sort_index","args":{{"sort_index":{}}}}})",
-          kCorePid, lane, lane));
+      if (keep_queue_[q]) thread_name(kCorePid, lane, "DMA " + program.queues[q].name, lane);
     }
   }
 }
@@ -165,7 +239,26 @@ void TraceWriter::on_instruction(const models::InstructionRecord& r) {
     ++in_flight_[r.end.value];  // the transfer's issue time (TransferRecord::issued)
   }
   latest_instruction_ = std::max(latest_instruction_, r.end.value);
+  if (r.engine == isa::Engine::tensor && r.end > r.start) {
+    // The FLOP/s the instruction reaches against TensorE's bf16 peak, while it runs.
+    const double peak_per_ns = arch_.tensor_peak_flops_bf16() * 1e-9;
+    const double percent =
+        std::min(100.0, 100.0 * static_cast<double>(models::instruction_flops(in)) /
+                            ((r.end - r.start).ns() * peak_per_ns));
+    add_step(core, Counter::tensor_utilization, r.start.value, percent);
+    add_step(core, Counter::tensor_utilization, r.end.value, -percent);
+    // The next TensorE instruction starts no earlier.
+    this->lane(core, Counter::tensor_utilization).bound = r.end.value;
+  }
+  for (const isa::SemaphoreUpdate& u : in.updates) {
+    note_update(core, u.semaphore,
+                SemaphoreUpdateSite{r.end.value, r.start.value, r.end.value, r.kernel, lane});
+  }
   const Picoseconds semaphores_met = r.start - r.port_wait;
+  if (semaphores_met > r.ready && r.blocked_on != models::kNoSemaphore) {
+    semaphore_flow(r, semaphores_met.value);
+  }
+  const bool kept = keep_engine_[isa::index_of(r.engine)];
   auto slice_head = [&](TraceText& out, Picoseconds ts, Picoseconds dur) {
     out += R"({"ph":"X","pid":)";
     append_int(out, kCorePid);
@@ -176,14 +269,15 @@ void TraceWriter::on_instruction(const models::InstructionRecord& r) {
     out += R"(,"dur":)";
     append_timestamp(out, dur);
   };
-  if (r.port_wait.value > 0) {
+  if (kept && r.port_wait.value > 0 && filter_.keeps_span(semaphores_met.value, r.start.value)) {
     TraceText& out = start_event();
     slice_head(out, semaphores_met, r.port_wait);
     out +=
         R"(,"name":"port wait","cat":"port","args":{"why":"a shared SBUF/PSUM port or PSUM bank is in use by another engine"}})";
     finish_event();
   }
-  if (semaphores_met > r.ready && r.blocked_on != models::kNoSemaphore) {
+  if (kept && semaphores_met > r.ready && r.blocked_on != models::kNoSemaphore &&
+      filter_.keeps_span(r.ready.value, semaphores_met.value)) {
     int64_t value = 0;
     for (const auto& w : in.waits) {
       if (w.semaphore == r.blocked_on) value = w.value;
@@ -204,6 +298,10 @@ void TraceWriter::on_instruction(const models::InstructionRecord& r) {
     append_int(out, value);
     out += "}}";
     finish_event();
+  }
+  if (!kept || !filter_.keeps_span(r.start.value, r.end.value)) {
+    release_if_safe();
+    return;
   }
   TraceText& out = start_event();
   slice_head(out, r.start, r.end - r.start);
@@ -255,8 +353,27 @@ void TraceWriter::on_transfer(const models::TransferRecord& r) {
     add_step(core, Counter::dma_throughput, r.start.value, rate);
     add_step(core, Counter::dma_throughput, r.end.value, -rate);
   }
+  if (r.end > r.start) {
+    const double rate = static_cast<double>(r.bytes) / (r.end - r.start).ns();
+    if (in.src[0].memory == isa::Memory::hbm) {
+      add_step(core, Counter::hbm_read, r.start.value, rate);
+      add_step(core, Counter::hbm_read, r.end.value, -rate);
+    }
+    if (in.dst.memory == isa::Memory::hbm) {
+      add_step(core, Counter::hbm_write, r.start.value, rate);
+      add_step(core, Counter::hbm_write, r.end.value, -rate);
+    }
+  }
   const auto it = in_flight_.find(r.issued.value);
   if (it != in_flight_.end() && --it->second == 0) in_flight_.erase(it);
+  // The queue's semaphore counts completed transfers: this one raised it at r.end.
+  const int tid = queue_lane(r.queue);
+  note_update(core, program_.queues[r.queue].semaphore,
+              SemaphoreUpdateSite{r.end.value, r.start.value, r.end.value, r.kernel, tid});
+  if (!keep_queue_[r.queue] || !filter_.keeps_span(r.start.value, r.end.value)) {
+    release_if_safe();
+    return;
+  }
   TraceText& out = start_event();
   out += R"({"ph":"X","pid":)";
   append_int(out, kCorePid);
@@ -307,9 +424,10 @@ void TraceWriter::release_if_safe() {
 void TraceWriter::release_steps(int64_t before) {
   for (size_t l = 0; l < lanes_.size(); ++l) {
     CounterLane& lane = lanes_[l];
-    const bool pending = l % 2 == static_cast<int>(Counter::pending_dmas);
+    const int64_t bound =
+        lane.in_order && before != std::numeric_limits<int64_t>::max() ? lane.bound : before;
     auto& held = lane.held;
-    while (!held.empty() && held.front().time < before) {
+    while (!held.empty() && held.front().time < bound) {
       std::pop_heap(held.begin(), held.end(), std::greater<CounterStep>());
       const CounterStep s = held.back();
       held.pop_back();
@@ -317,22 +435,113 @@ void TraceWriter::release_steps(int64_t before) {
       // One sample per distinct time: the value after every change at that time.
       if (!held.empty() && held.front().time == s.time) continue;
       if (std::abs(lane.value) < 1e-9) lane.value = 0;  // rates added and removed leave dust
-      TraceText& out = lane.samples;
-      out += R"(,
-{"ph":"C","pid":)";
-      append_int(out, core_pid(static_cast<uint32_t>(l / 2)));
-      out += R"(,"ts":)";
-      append_timestamp(out, Picoseconds(s.time));
-      if (pending) {
-        out += R"(,"name":"pending DMAs","args":{"transfers":)";
-        append_int(out, static_cast<int64_t>(lane.value));
-      } else {
-        out += R"(,"name":"DMA throughput","args":{"GB/s":)";
-        out += fmt::format("{:.3f}", lane.value);
-      }
-      out += "}}";
-      if (out.size() >= kFlushBytes) spill(lane);
+      write_sample(l, s.time);
     }
+  }
+}
+
+void TraceWriter::write_sample(size_t l, int64_t time) {
+  CounterLane& lane = lanes_[l];
+  if (!lane.kept || time > filter_.to_ps) return;
+  if (time < filter_.from_ps) {
+    lane.changed_before_window = true;
+    lane.value_at_window_start = lane.value;
+    return;
+  }
+  // The value the counter held when the window opened, if it changed before.
+  if (lane.changed_before_window && time > filter_.from_ps) {
+    append_sample(l, filter_.from_ps, lane.value_at_window_start);
+  }
+  lane.changed_before_window = false;
+  append_sample(l, time, lane.value);
+}
+
+void TraceWriter::append_sample(size_t l, int64_t time, double value) {
+  CounterLane& lane = lanes_[l];
+  const auto c = static_cast<Counter>(l % kCounters);
+  TraceText& out = lane.samples;
+  out += R"(,
+{"ph":"C","pid":)";
+  append_int(out, core_pid(static_cast<uint32_t>(l / kCounters)));
+  out += R"(,"ts":)";
+  append_timestamp(out, Picoseconds(time));
+  out += R"(,"name":")";
+  out += std::string_view(counter_name(c));
+  switch (c) {
+    case Counter::pending_dmas:
+      out += R"(","args":{"transfers":)";
+      append_int(out, static_cast<int64_t>(value));
+      break;
+    case Counter::tensor_utilization:
+      out += R"(","args":{"percent":)";
+      out += fmt::format("{:.2f}", value);
+      break;
+    case Counter::sbuf_in_use:
+      out += R"(","args":{"KiB per partition":)";
+      out += fmt::format("{:.3f}", value);
+      break;
+    default:
+      out += R"(","args":{"GB/s":)";
+      out += fmt::format("{:.3f}", value);
+      break;
+  }
+  out += "}}";
+  if (lane.samples.size() >= kFlushBytes) spill(lane);
+}
+
+void TraceWriter::note_update(uint32_t core, uint32_t semaphore, const SemaphoreUpdateSite& site) {
+  SemaphoreUpdates& u = updates_[core * program_.semaphores.size() + semaphore];
+  u.ring[u.next] = site;
+  u.next = (u.next + 1) % kUpdatesKept;
+}
+
+void TraceWriter::semaphore_flow(const models::InstructionRecord& r, int64_t met) {
+  const auto core = static_cast<uint32_t>(r.core);
+  const SemaphoreUpdates& u =
+      updates_[core * program_.semaphores.size() + static_cast<uint32_t>(r.blocked_on)];
+  // The wait was met when the semaphore last changed, at `met`: the latest update at that
+  // time in this kernel (updates of one time are applied in the order they are noted).
+  const SemaphoreUpdateSite* site = nullptr;
+  for (size_t i = 0; i < kUpdatesKept; ++i) {
+    const SemaphoreUpdateSite& s = u.ring[(u.next + kUpdatesKept - 1 - i) % kUpdatesKept];
+    if (s.time == met && s.kernel == r.kernel) {
+      site = &s;
+      break;
+    }
+  }
+  if (site == nullptr) return;  // older than the updates kept: no arrow
+  const bool from_queue = site->tid >= queue_lane(0);
+  const bool from_kept = from_queue ? keep_queue_[static_cast<size_t>(site->tid - queue_lane(0))]
+                                    : keep_engine_[static_cast<size_t>(site->tid)];
+  if (!from_kept || !keep_engine_[isa::index_of(r.engine)] ||
+      !filter_.keeps_span(site->slice_start, site->slice_end) ||
+      !filter_.keeps_span(r.start.value, r.end.value)) {
+    return;
+  }
+  const int pid = core_pid(core);
+  // Each end sits inside its slice, which Perfetto binds the arrow to.
+  flow(pid, site->tid, (site->slice_start + site->slice_end) / 2, pid, engine_lane(r.engine),
+       (r.start.value + r.end.value) / 2, next_flow_id_++, "semaphore");
+}
+
+void TraceWriter::flow(int from_pid, int from_tid, int64_t from_ts, int to_pid, int to_tid,
+                       int64_t to_ts, uint64_t id, const char* name) {
+  for (const bool start : {true, false}) {
+    TraceText& out = start_event();
+    out += std::string_view(start ? R"({"ph":"s","pid":)" : R"({"ph":"f","bp":"e","pid":)");
+    append_int(out, start ? from_pid : to_pid);
+    out += R"(,"tid":)";
+    append_int(out, start ? from_tid : to_tid);
+    out += R"(,"ts":)";
+    append_timestamp(out, Picoseconds(start ? from_ts : to_ts));
+    out += R"(,"id":)";
+    append_int(out, id);
+    out += R"(,"name":")";
+    out += std::string_view(name);
+    out += R"(","cat":")";
+    out += std::string_view(name);
+    out += "\"}";
+    finish_event();
   }
 }
 
@@ -350,21 +559,42 @@ void TraceWriter::spill(CounterLane& lane) {
 
 void TraceWriter::on_kernel(const models::KernelRecord& r) {
   const int pid = core_pid(static_cast<uint32_t>(r.core));
+  const auto core = static_cast<uint32_t>(r.core);
+  if (r.kernel < sbuf_kib_.size() && sbuf_kib_[r.kernel] > 0) {
+    add_step(core, Counter::sbuf_in_use, r.start.value, sbuf_kib_[r.kernel]);
+    add_step(core, Counter::sbuf_in_use, r.end.value, -sbuf_kib_[r.kernel]);
+    lane(core, Counter::sbuf_in_use).bound = r.end.value;  // the next kernel starts no earlier
+  }
   const std::string name =
       program_.kernels.empty() ? program_.name : program_.kernels[r.kernel].name;
-  event(fmt::format(
-      R"({{"ph":"X","pid":{},"tid":{},"ts":{},"dur":{},"name":{},"cat":"kernel","args":{{"kernel":{},"launch_arrived_us":{}}}}})",
-      pid, kKernelLane, trace_timestamp(r.start), trace_timestamp(r.end - r.start),
-      json_string(name), r.kernel, trace_timestamp(r.arrived)));
-  if (!program_.host_ops.empty()) {
-    // The end of the launch's flow arrow, bound to this kernel's slice.
+  if (keep_kernels_ && filter_.keeps_span(r.start.value, r.end.value)) {
     event(fmt::format(
-        R"({{"ph":"f","bp":"e","pid":{},"tid":{},"ts":{},"id":{},"name":"launch","cat":"launch"}})",
-        pid, kKernelLane, trace_timestamp(r.start), r.kernel * 64 + r.core + 1));
+        R"({{"ph":"X","pid":{},"tid":{},"ts":{},"dur":{},"name":{},"cat":"kernel","args":{{"kernel":{},"launch_arrived_us":{}}}}})",
+        pid, kKernelLane, trace_timestamp(r.start), trace_timestamp(r.end - r.start),
+        json_string(name), r.kernel, trace_timestamp(r.arrived)));
   }
+  // The launch's flow arrow: from the host's launch call to this kernel's slice.
+  const auto launch = launch_end_.find(r.kernel);
+  if (launch != launch_end_.end()) {
+    const int64_t launched = launch->second;
+    if (keep_kernels_ && keep_runtime_ && filter_.keeps_span(launched, launched) &&
+        filter_.keeps_span(r.start.value, r.end.value)) {
+      flow(kHostPid, kRuntimeLane, launched, pid, kKernelLane, r.start.value,
+           uint64_t{r.kernel} * 64 + core + 1, "launch");
+    }
+  }
+  release_if_safe();
 }
 
 void TraceWriter::on_host(const models::HostRecord& r) {
+  if (r.activity == models::HostActivity::launch) {
+    launch_end_[static_cast<uint32_t>(r.kernel)] = (r.end - Picoseconds(1)).value;
+  }
+  const bool framework = r.lane == models::HostLane::framework;
+  if (!(framework ? keep_framework_ : keep_runtime_) ||
+      !filter_.keeps_span(r.start.value, r.end.value)) {
+    return;
+  }
   const std::string op = program_.host_ops.empty() ? "" : program_.host_ops[r.op].name;
   const auto kernel_name = [&] {
     return program_.kernels.empty() ? program_.name : program_.kernels[r.kernel].name;
@@ -384,22 +614,21 @@ void TraceWriter::on_host(const models::HostRecord& r) {
       name = "synchronize";
       break;
   }
-  const int tid = r.lane == models::HostLane::framework ? kFrameworkLane : kRuntimeLane;
+  const int tid = framework ? kFrameworkLane : kRuntimeLane;
   event(fmt::format(
       R"({{"ph":"X","pid":{},"tid":{},"ts":{},"dur":{},"name":{},"cat":"host","args":{{"op":{},"kernel":{}}}}})",
       kHostPid, tid, trace_timestamp(r.start), trace_timestamp(r.end - r.start), json_string(name),
       json_string(op), r.kernel));
-  if (r.activity == models::HostActivity::launch) {
-    for (uint32_t c = 0; c < cores_; ++c) {
-      event(fmt::format(
-          R"({{"ph":"s","pid":{},"tid":{},"ts":{},"id":{},"name":"launch","cat":"launch"}})",
-          kHostPid, tid, trace_timestamp(r.end - Picoseconds(1)), r.kernel * 64 + c + 1));
-    }
-  }
 }
 
 void TraceWriter::write_counters() {
   release_steps(std::numeric_limits<int64_t>::max());
+  for (size_t l = 0; l < lanes_.size(); ++l) {
+    // A counter that changed before the window and not within it: its value in the window.
+    if (lanes_[l].kept && lanes_[l].changed_before_window && filter_.from_ps > 0) {
+      append_sample(l, filter_.from_ps, lanes_[l].value_at_window_start);
+    }
+  }
   for (CounterLane& lane : lanes_) {
     if (lane.spill != nullptr) {
       spill(lane);

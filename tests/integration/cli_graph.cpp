@@ -71,8 +71,8 @@ TEST_CASE("a graph trace has host lanes, a kernel lane and a flow from each laun
       ++launches;
     }
     if (e["ph"] == "X" && e["cat"] == "kernel") ++kernels;
-    if (e["ph"] == "s") ++flow_starts;
-    if (e["ph"] == "f") ++flow_ends;
+    if (e["ph"] == "s" && e["cat"] == "launch") ++flow_starts;
+    if (e["ph"] == "f" && e["cat"] == "launch") ++flow_ends;
   }
   CHECK(lanes.count("framework") == 1);
   CHECK(lanes.count("runtime") == 1);

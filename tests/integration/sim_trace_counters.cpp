@@ -125,12 +125,18 @@ size_t feed(sim::TraceWriter& w, const std::vector<Transfer>& ts) {
   return most_held;
 }
 
+// The pending-DMA and DMA-throughput samples (the HBM bandwidth counters follow the same
+// transfers and are checked in sim_trace.cpp).
 std::vector<std::string> counter_lines(const std::string& path) {
   std::ifstream f(path);
   std::vector<std::string> lines;
   std::string line;
   while (std::getline(f, line)) {
     if (line.find(R"("ph":"C")") == std::string::npos) continue;
+    if (line.find(R"("name":"pending DMAs")") == std::string::npos &&
+        line.find(R"("name":"DMA throughput")") == std::string::npos) {
+      continue;
+    }
     if (!line.empty() && line.back() == ',') line.pop_back();
     lines.push_back(line);
   }
