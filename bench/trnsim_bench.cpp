@@ -381,6 +381,7 @@ json run_case(const Case& c, const Options& o) {
   r["simulated_time_ns"] = sim_ns;
   r["events"] = perf.value("events", uint64_t{0});
   r["memory_system_events"] = perf.value("memory_system_events", uint64_t{0});
+  r["trace_events"] = perf.value("trace_events", uint64_t{0});
   r["wall_seconds"] = child.wall_seconds;
   r["wall_seconds_load_and_lower"] = number(perf, "wall_seconds_load_and_lower");
   r["wall_seconds_prepare"] = number(perf, "wall_seconds_prepare");

@@ -184,6 +184,7 @@ RunOutcome execute(const RunOptions& o) {
         report.npy_files.push_back(t.name + ".npy");
       }
     }
+    trace.close();  // writes the last counter samples (perf.json counts them)
     std::unique_ptr<OutputFile> perf;
     if (o.perf) {
       perf = std::make_unique<OutputFile>(o.out + "/perf.json");
@@ -195,6 +196,7 @@ RunOutcome execute(const RunOptions& o) {
           {"simulated_transfers", counter.transfers},
           {"events", events},
           {"memory_system_events", result.memory_system_events},
+          {"trace_events", trace.events_written()},
           {"simulated_time_ns", result.end_time.ns()},
           {"wall_seconds_load_and_lower", load_seconds},
           // validate, deadlock search, functional memory and inputs, opening the outputs
@@ -213,7 +215,6 @@ RunOutcome execute(const RunOptions& o) {
       perf->close();
     }
     // All complete on disk before any takes its name: a full disk leaves none.
-    trace.close();
     stats_file.close();
     for (auto& a : arrays) a->close();
     trace.commit();

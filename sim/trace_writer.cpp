@@ -210,6 +210,7 @@ void TraceWriter::event(const std::string& json) {
 }
 
 TraceText& TraceWriter::start_event() {
+  ++events_;
   if (!first_) buffer_ += ",\n";
   first_ = false;
   return buffer_;
@@ -459,6 +460,7 @@ void TraceWriter::write_sample(size_t l, int64_t time) {
 void TraceWriter::append_sample(size_t l, int64_t time, double value) {
   CounterLane& lane = lanes_[l];
   const auto c = static_cast<Counter>(l % kCounters);
+  ++events_;
   TraceText& out = lane.samples;
   out += R"(,
 {"ph":"C","pid":)";

@@ -46,6 +46,8 @@ class TraceWriter : public models::EventSink {
     for (const auto& l : lanes_) n += l.held.size();
     return n;
   }
+  // Events written so far (slices, flows, counter samples, metadata), for perf.json.
+  uint64_t events_written() const { return events_; }
   ~TraceWriter() override;
   TraceWriter(const TraceWriter&) = delete;
   TraceWriter& operator=(const TraceWriter&) = delete;
@@ -157,6 +159,7 @@ class TraceWriter : public models::EventSink {
   TraceText operands_;         // an instruction's operands, before they are quoted
   std::string write_error_;    // a write that failed during the run, reported by close()
   bool first_ = true;
+  uint64_t events_ = 0;
 };
 
 // SBUF bytes per partition that kernel `kernel` of `program` uses: the union of the byte
