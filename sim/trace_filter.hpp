@@ -6,10 +6,9 @@
 //   --trace-filter 'lanes=VectorE;window=:1ms' both (terms separated by ';'; the option repeats)
 //
 // Patterns are case-insensitive with `*` and `?`, matched against the names trace.json gives
-// its lanes (framework, runtime, Kernels, TensorE, VectorE, ScalarE, GpSimdE, SyncE, "DMA
-// <queue>") and counters
-// ("pending DMAs", "DMA throughput", "HBM read bandwidth", "HBM write bandwidth",
-// "TensorE utilization", "SBUF in use").
+// its lanes (framework, runtime, Kernels, TensorE, VectorE, ScalarE, GpSimdE, SyncE,
+// "DMA <queue>") and counters ("pending DMAs", "DMA throughput", "HBM read bandwidth",
+// "HBM write bandwidth", "TensorE utilization", "SBUF in use").
 #pragma once
 
 #include <cstdint>
