@@ -37,15 +37,15 @@ const std::vector<Parameter> kParameters = {
     TRNSIM_PARAM("clock.sync_mhz", engine_mhz[4], K::integer, 1, 100000, "MHz", "SyncE clock"),
     TRNSIM_PARAM("base_mhz", base_mhz, K::integer, 1, 100000, "MHz",
                  "NeuronCore base clock of neuroncore_cycle_count"),
-    TRNSIM_PARAM("partitions", partitions, K::integer, 1, 128, "partitions",
-                 "SBUF/PSUM partitions"),
+    TRNSIM_PARAM("partitions", partitions, K::integer, 1, 512, "partitions",
+                 "SBUF/PSUM partitions (above 128: a what-if no Trainium has)"),
     TRNSIM_PARAM("sbuf_partition_bytes", sbuf_partition_bytes, K::integer, 1024, 1 << 26, "bytes",
                  "SBUF bytes per partition"),
     TRNSIM_PARAM("psum_partition_bytes", psum_partition_bytes, K::integer, 1024, 1 << 22, "bytes",
                  "PSUM bytes per partition"),
     TRNSIM_PARAM("psum_banks", psum_banks, K::integer, 1, 64, "banks",
                  "PSUM banks (accumulation groups in flight)"),
-    TRNSIM_PARAM("pe_rows", pe_rows, K::integer, 1, 128, "rows",
+    TRNSIM_PARAM("pe_rows", pe_rows, K::integer, 1, 512, "rows",
                  "PE array rows: the contraction, at most the partitions"),
     TRNSIM_PARAM("pe_columns", pe_columns, K::integer, 1, 1024, "columns",
                  "PE array columns: the widest stationary"),
@@ -187,6 +187,22 @@ std::string parameter_value_text(const Parameter& p, const ArchConfig& arch) {
       return fmt::format("{}", v);
   }
   return {};
+}
+
+std::string arch_consistency_error(const ArchConfig& arch) {
+  if (arch.pe_rows > arch.partitions) {
+    return fmt::format(
+        "pe_rows {} is deeper than the {} partitions: a matmul contracts over SBUF partitions; "
+        "set partitions too (--set partitions={})",
+        arch.pe_rows, arch.partitions, arch.pe_rows);
+  }
+  if (arch.pe_columns > arch.partitions) {
+    return fmt::format(
+        "pe_columns {} is wider than the {} partitions: a matmul writes one PSUM partition per "
+        "stationary column; set partitions too (--set partitions={})",
+        arch.pe_columns, arch.partitions, arch.pe_columns);
+  }
+  return "";
 }
 
 std::vector<std::string> parameter_names() {

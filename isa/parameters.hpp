@@ -43,6 +43,11 @@ std::string check_parameter_value(const Parameter& p, double v, const std::strin
 // "unknown parameter; did you mean X? (trnsim params lists them)"
 std::string unknown_parameter_text(const std::string& name);
 
+// "" when the parameters agree with one another, else what is wrong and what to change: the
+// PE array cannot be deeper or wider than the partitions (a matmul contracts over SBUF
+// partitions and writes one PSUM partition per stationary column).
+std::string arch_consistency_error(const ArchConfig& arch);
+
 std::vector<std::string> parameter_names();
 // The position of `p` in parameters().
 size_t parameter_index(const Parameter& p);

@@ -91,6 +91,10 @@ isa::ArchSpec load_arch_spec(const std::string& name, const std::vector<std::str
       throw InputError(e.what());
     }
   }
+  if (const std::string e = isa::arch_consistency_error(spec.config); !e.empty()) {
+    throw InputError(fmt::format("--arch {}{}: {}", name.empty() ? "trn2" : name,
+                                 sets.empty() ? "" : " with --set", e));
+  }
   return spec;
 }
 

@@ -467,6 +467,14 @@ std::vector<Point> expand(const SweepSpec& s, bool timing_only) {
     } catch (const std::invalid_argument& e) {
       fail(s.file, fmt::format("point {}", p.id), e.what());
     }
+    if (const std::string e = isa::arch_consistency_error(arch.config); !e.empty()) {
+      std::string values;
+      for (size_t k = 0; k < s.varied.size() && !p.extra_base; ++k) {
+        values += fmt::format(" {}={}", s.varied[k], p.values[k]);
+      }
+      fail(s.file, fmt::format("point {} ({})", p.id, values.empty() ? "base" : values.substr(1)),
+           e);
+    }
     json params = json::object();
     for (const auto& t : table)
       params[std::string(t.name)] = isa::parameter_value_text(t, arch.config);

@@ -23,6 +23,11 @@ EngineModule::EngineModule(sc_core::sc_module_name name, isa::Engine engine, Neu
     steps_.push_back(c);
   }
   SC_THREAD(run);
+  // The functional model runs on this thread: Eigen's matrix products put their blocking
+  // buffers on the stack (up to EIGEN_STACK_ALLOCATION_LIMIT, 128 KiB), more than SystemC's
+  // default coroutine stack holds once a matmul contracts over 256 partitions (it crashed).
+  // The stack is reserved, not committed: untouched pages cost nothing.
+  set_stack_size(kEngineStackBytes);
 }
 
 bool EngineModule::finished() const {

@@ -27,6 +27,7 @@ class EngineModule : public sc_core::sc_module {
  public:
   SC_HAS_PROCESS(EngineModule);
   EngineModule(sc_core::sc_module_name name, isa::Engine engine, NeuronCore& core);
+  static constexpr size_t kEngineStackBytes = size_t{8} << 20;
 
   isa::Engine engine() const { return engine_; }
   size_t next() const { return next_; }  // index of the instruction not yet finished

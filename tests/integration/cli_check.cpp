@@ -105,7 +105,10 @@ TEST_CASE("set: --set checks the name, the type and the range before anything ru
   CHECK(typo.exit_code == 2);
   CHECK(typo.err.find("did you mean clock.scalar_mhz?") != std::string::npos);
   CHECK(trnsim(w + "--set pe_rows=1.5", dir).err.find("expected an integer") != std::string::npos);
-  CHECK(trnsim(w + "--set pe_rows=300", dir).err.find("out of range") != std::string::npos);
+  CHECK(trnsim(w + "--set pe_rows=600", dir).err.find("out of range") != std::string::npos);
+  // In range alone, but deeper than the partitions: named with the parameter to change.
+  CHECK(trnsim(w + "--set pe_columns=256", dir).err.find("set partitions too") !=
+        std::string::npos);
   CHECK(trnsim(w + "--set vector_perf_modes=maybe", dir).err.find("true or false") !=
         std::string::npos);
   CHECK(trnsim(w + "--set pe_rows", dir).err.find("name=value") != std::string::npos);

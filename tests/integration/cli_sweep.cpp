@@ -119,8 +119,10 @@ TEST_CASE("sweep: bad sweep files fail before any point runs, exit 2, naming the
           "did you mean \"grid\"?");
   refused("bad_parameter", R"({"workloads": "w.json", "grid": {"clock.scalr_mhz": [600]}})",
           "/grid/clock.scalr_mhz", "did you mean clock.scalar_mhz?");
-  refused("out_of_range", R"({"workloads": "w.json", "grid": {"pe_rows": [64, 256]}})",
+  refused("out_of_range", R"({"workloads": "w.json", "grid": {"pe_rows": [64, 1024]}})",
           "/grid/pe_rows/1", "out of range");
+  refused("inconsistent", R"({"workloads": "w.json", "grid": {"pe_columns": [128, 256]}})",
+          "point p001 (pe_columns=256)", "set partitions too");
   refused("not_an_integer", R"({"workloads": "w.json", "grid": {"pe_rows": [64.5]}})",
           "/grid/pe_rows/0", "expected an integer");
   refused("not_a_number", R"({"workloads": "w.json", "grid": {"pe_rows": ["fast"]}})",
@@ -288,7 +290,7 @@ TEST_CASE("arch file: errors name the file, the key and the expectation, exit 2"
               "did you mean \"parameters\"?");
   check_error("unknown_parameter", R"({"base": "trn2", "parameters": {"pe_colums": 64}})",
               "/parameters/pe_colums", "did you mean pe_columns?");
-  check_error("out_of_range", R"({"base": "trn2", "parameters": {"pe_rows": 512}})",
+  check_error("out_of_range", R"({"base": "trn2", "parameters": {"pe_rows": 4096}})",
               "/parameters/pe_rows", "out of range");
   check_error(
       "wrong_unit",
