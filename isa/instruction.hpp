@@ -4,6 +4,7 @@
 
 #include <array>
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -11,6 +12,7 @@
 
 #include "isa/access_pattern.hpp"
 #include "isa/arch.hpp"
+#include "isa/small_vector.hpp"
 
 namespace trnsim::isa {
 
@@ -120,10 +122,32 @@ constexpr bool is_reduction(AluOp op) {
   return op == AluOp::add || op == AluOp::max || op == AluOp::min || op == AluOp::mean;
 }
 
+// The access pattern of a per-partition scalar, held out of line and shared between copies of
+// the instruction: most scalars are immediates, and an Instruction holds four of them (a full
+// pattern inside each made it 320 bytes larger). Reads like a const AccessPattern: present(),
+// ->field, and it converts to const AccessPattern& (an absent pattern when there is none).
+class ScalarPattern {
+ public:
+  ScalarPattern() = default;
+  ScalarPattern(const AccessPattern& ap)  // NOLINT: a pattern is a per-partition scalar
+      : ap_(std::make_shared<const AccessPattern>(ap)) {}
+  bool present() const { return ap_ != nullptr && ap_->present(); }
+  const AccessPattern& get() const { return ap_ != nullptr ? *ap_ : absent(); }
+  operator const AccessPattern&() const { return get(); }  // NOLINT: reads as a pattern
+  const AccessPattern* operator->() const { return &get(); }
+
+ private:
+  static const AccessPattern& absent() {
+    static const AccessPattern none{};
+    return none;
+  }
+  std::shared_ptr<const AccessPattern> ap_;
+};
+
 // An immediate, or one value per partition read from a [P, 1] access pattern.
 struct ScalarOperand {
   float imm = 0.0f;
-  AccessPattern per_partition;  // present() when per-partition
+  ScalarPattern per_partition;  // present() when per-partition
   static ScalarOperand immediate(float v) { return ScalarOperand{v, {}}; }
   static ScalarOperand from(const AccessPattern& ap) { return ScalarOperand{0.0f, ap}; }
 };
@@ -182,8 +206,9 @@ struct Instruction {
 
   std::array<uint8_t, 32> shuffle_mask{};  // shuffle: source lane within each 32 partitions
 
-  std::vector<SemaphoreWait> waits;
-  std::vector<SemaphoreUpdate> updates;
+  // Inline room for one of each (most instructions have at most one): no heap allocation.
+  SmallVector<SemaphoreWait, 1> waits;
+  SmallVector<SemaphoreUpdate, 1> updates;
   std::string label;  // for people: shows in traces and error messages
 
   // The free size N that the cost formulas use (elements per partition of the main input).

@@ -275,7 +275,7 @@ bool integer_operands(const Instruction& in) {
 std::vector<int64_t> int_column(const MemoryImage& mem, const ScalarOperand& s,
                                 uint32_t partitions) {
   if (!s.per_partition.present()) return std::vector<int64_t>(partitions, std::llround(s.imm));
-  if (is_integer(s.per_partition.dtype)) return read_ints(mem, s.per_partition);
+  if (is_integer(s.per_partition->dtype)) return read_ints(mem, s.per_partition);
   std::vector<int64_t> out;
   const Tile t = read(mem, s.per_partition);
   for (Eigen::Index p = 0; p < t.rows(); ++p) out.push_back(std::llround(t(p, 0)));

@@ -92,6 +92,7 @@ struct Checker {
   Engine engine;
   size_t index;
   const Instruction& in;
+  uint64_t dram_bytes;  // program.dram_bytes(), computed once per program, not per operand
 
   [[noreturn]] void fail(const std::string& what) const {
     std::string label = in.label.empty() ? "" : fmt::format(" '{}'", in.label);
@@ -101,7 +102,7 @@ struct Checker {
 
   void operand(const char* name, const AccessPattern& ap) const {
     if (!ap.present()) fail(fmt::format("operand {} is missing", name));
-    std::string err = check_access_pattern(ap, arch, program.dram_bytes());
+    std::string err = check_access_pattern(ap, arch, dram_bytes);
     if (!err.empty()) fail(fmt::format("{} {}: {}", name, ap.to_string(), err));
   }
 
@@ -131,7 +132,7 @@ struct Checker {
     if (!s.per_partition.present()) return;
     operand(name, s.per_partition);
     on_chip(name, s.per_partition);
-    if (s.per_partition.partitions != data.partitions || s.per_partition.free_elements() != 1) {
+    if (s.per_partition->partitions != data.partitions || s.per_partition->free_elements() != 1) {
       fail(fmt::format("{} must be one value per partition, [{} x 1]", name, data.partitions));
     }
   }
@@ -178,9 +179,9 @@ struct Checker {
                          bytes_of(*ap, true), name_of(ap->memory), cap));
       }
     }
-    if (a == Memory::hbm && b == Memory::hbm && bytes_of(in.dst, false) > program.dram_bytes()) {
+    if (a == Memory::hbm && b == Memory::hbm && bytes_of(in.dst, false) > dram_bytes) {
       fail(fmt::format("an HBM-to-HBM copy of {} bytes; the program's HBM tensors hold {}",
-                       bytes_of(in.dst, false), program.dram_bytes()));
+                       bytes_of(in.dst, false), dram_bytes));
     }
   }
 
@@ -463,7 +464,7 @@ struct Checker {
 std::string check_instruction(const Program& program, const ArchConfig& arch,
                               const Instruction& in) {
   try {
-    Checker{program, arch, in.engine, 0, in}.run();
+    Checker{program, arch, in.engine, 0, in, program.dram_bytes()}.run();
   } catch (const ValidationError& e) {
     // Drop the "<engine> instruction 0 (<opcode>): " prefix: the caller names the place.
     const std::string msg = e.what();
@@ -513,6 +514,7 @@ void validate(const Program& program, const ArchConfig& arch) {
     throw ValidationError(fmt::format("the host ops launch {} of the {} kernels", next_kernel,
                                       program.kernel_count()));
   }
+  const uint64_t dram_bytes = program.dram_bytes();
   for (Engine e : kAllEngines) {
     const auto& stream = program.stream(e);
     for (size_t i = 0; i < stream.size(); ++i) {
@@ -520,7 +522,7 @@ void validate(const Program& program, const ArchConfig& arch) {
         throw ValidationError(fmt::format("{} instruction {} is marked for {}", name_of(e), i,
                                           name_of(stream[i].engine)));
       }
-      Checker{program, arch, e, i, stream[i]}.run();
+      Checker{program, arch, e, i, stream[i], dram_bytes}.run();
     }
   }
 }

@@ -39,7 +39,7 @@ uint32_t vector_perf_mode(const isa::Instruction& in, const isa::ArchConfig& arc
   if (!arch.vector_perf_modes || in.engine != Engine::vector) return 1;
   const bool half =
       all_operands(in, [](const isa::AccessPattern& ap) { return isa::is_half(ap.dtype); });
-  if (!half || in.operand0.per_partition.memory == Memory::psum) return 1;
+  if (!half || in.operand0.per_partition->memory == Memory::psum) return 1;
   const bool sbuf =
       all_operands(in, [](const isa::AccessPattern& ap) { return ap.memory == Memory::sbuf; });
   const bool contiguous =

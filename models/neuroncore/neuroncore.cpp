@@ -13,8 +13,9 @@ EngineModule::EngineModule(sc_core::sc_module_name name, isa::Engine engine, Neu
   steps_.reserve(stream.size());
   for (const auto& in : stream) {
     StepCost c;
-    c.time = instruction_time(in, core.arch);
+    // instruction_time(in, arch), without working the cycles out a second time.
     c.cycles = instruction_cycles(in, core.arch);
+    c.time = to_picoseconds(c.cycles, core.arch.mhz(in.engine));
     c.ports = ports_of(in, core.arch);
     if (isa::is_dma(in.opcode)) {
       c.plan = static_cast<uint32_t>(core.dma_plans.size());
@@ -57,7 +58,7 @@ void EngineModule::step(const isa::Instruction& in, uint32_t kernel) {
       while (core_.semaphores.value(w.semaphore) < w.value) {
         blocked_ = &w;
         r.blocked_on = w.semaphore;
-        wait(core_.semaphores.event(w.semaphore));
+        core_.semaphores.wait_for_change(w.semaphore);
       }
     }
     blocked_ = nullptr;
@@ -65,7 +66,11 @@ void EngineModule::step(const isa::Instruction& in, uint32_t kernel) {
     const uint32_t ports = cost.ports;
     if (ports != 0) {
       const Picoseconds want = now();
-      while ((core_.ports_held & ports) != 0) wait(core_.ports_released);
+      while ((core_.ports_held & ports) != 0) {
+        ++core_.port_waiters;
+        wait(core_.ports_released);
+        --core_.port_waiters;
+      }
       r.port_wait = now() - want;
       core_.ports_held |= ports;
     }
@@ -73,7 +78,8 @@ void EngineModule::step(const isa::Instruction& in, uint32_t kernel) {
     wait(to_sc_time(cost.time));
     if (ports != 0) {
       core_.ports_held &= ~ports;
-      core_.ports_released.notify(sc_core::SC_ZERO_TIME);
+      // Only a waiting engine needs waking: no delta cycle per instruction otherwise.
+      if (core_.port_waiters > 0) core_.ports_released.notify(sc_core::SC_ZERO_TIME);
     }
     if (isa::is_dma(in.opcode)) {
       core_.memory_system.submit(core_.id, in, core_.dma_plans[cost.plan], r.index);

@@ -75,7 +75,8 @@ class NeuronCore : public sc_core::sc_module {
   std::vector<std::unique_ptr<EngineModule>> engines;
   uint32_t ports_held = 0;  // shared ports (models::Port bits) in use
   sc_core::sc_event ports_released;
-  HostModule* host;  // nullptr: no host model
+  uint32_t port_waiters = 0;  // engines waiting on ports_released
+  HostModule* host;           // nullptr: no host model
   // The kernel the engines may run (-1: none yet) and how many engines finished their part.
   int64_t running_kernel = -1;
   uint32_t engines_finished = 0;
