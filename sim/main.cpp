@@ -4,11 +4,9 @@
 #include <CLI/CLI.hpp>
 
 #include <malloc.h>
-#include <unistd.h>
 
 #include <cstdlib>
 #include <cstring>
-#include <fstream>
 #include <memory>
 #include <string>
 #include <systemc>
@@ -57,34 +55,11 @@ int parse(CLI::App& app, std::vector<char*>& args) {
   return -1;
 }
 
-// Large programs and tensors are hundreds of MiB touched once: with 4 KiB pages the kernel's
-// page faults cost more than building and simulating them (a million-instruction program: about
-// 190,000 faults). Where transparent huge pages are on request ("madvise", Debian's default),
-// glibc asks for them when its tunable glibc.malloc.hugetlb=1 is set, and tunables are only read
-// at start-up: so trnsim starts itself again once with the tunable added. Not when it is set
-// already, under valgrind (whose /proc/self/exe is the tool), or with TRNSIM_HUGEPAGES=0.
-void restart_with_huge_pages(char* argv[]) {
-  const char* opt = std::getenv("TRNSIM_HUGEPAGES");
-  if (opt != nullptr && std::strcmp(opt, "0") == 0) return;
-  const char* tunables = std::getenv("GLIBC_TUNABLES");
-  if (tunables != nullptr && std::strstr(tunables, "glibc.malloc.hugetlb") != nullptr) return;
-  const char* preload = std::getenv("LD_PRELOAD");
-  if (preload != nullptr && std::strstr(preload, "vgpreload") != nullptr) return;
-  std::string mode;
-  std::getline(std::ifstream("/sys/kernel/mm/transparent_hugepage/enabled"), mode);
-  if (mode.find("[madvise]") == std::string::npos) return;  // "always" or "never": no gain
-  std::string value = tunables != nullptr && *tunables != '\0' ? std::string(tunables) + ":" : "";
-  value += "glibc.malloc.hugetlb=1";
-  if (setenv("GLIBC_TUNABLES", value.c_str(), 1) != 0) return;
-  execv("/proc/self/exe", argv);  // returns only on failure: go on as we are
-}
-
 }  // namespace
 
 // Debian's libsystemc.so provides a main() that prints the SystemC banner and calls sc_main();
 // this one silences the banner first (the output is trnsim's) and then does the same.
 int main(int argc, char* argv[]) {
-  restart_with_huge_pages(argv);
   setenv("SYSTEMC_DISABLE_COPYRIGHT_MESSAGE", "1", 1);
   // Functional mode allocates a tile of up to a few MiB per instruction and frees it at once.
   // By default glibc maps such blocks fresh from the kernel and unmaps them on free, so every
