@@ -437,6 +437,11 @@ json targets(const json& results) {
       // it, and equal to it on an idle machine.
       row["value"] = (*c)["instructions_per_cpu_second"];
       row["value_wall"] = (*c)["instructions_per_second"];
+      // Loading, lowering and validating included: what a user waits for. Not judged (the
+      // issue's rate is the simulator's), but shown so that nobody reads the target as this.
+      const double cpu = (*c)["cpu_seconds"].get<double>();
+      row["value_end_to_end_per_cpu_second"] =
+          cpu > 0 ? (*c)["simulated_instructions"].get<double>() / cpu : 0.0;
       row["met"] = (*c)["instructions_per_cpu_second"].get<double>() >= 1e6;
     } else {
       row["met"] = nullptr;
@@ -461,6 +466,23 @@ json targets(const json& results) {
     } else {
       row["met"] = nullptr;
       row["why"] = "idle_1x / idle_2x not run";
+    }
+    t.push_back(row);
+  }
+  // A trace of a million events written with the process under 200 MB.
+  {
+    json row = {{"target",
+                 "a trace of at least 1,000,000 events written with peak RSS under 200 MB "
+                 "(trace_1m_events)"},
+                {"case", "trace_1m_events"}};
+    if (const json* c = find_case(results, "trace_1m_events")) {
+      row["value"] = (*c)["peak_rss_bytes"];
+      row["trace_events"] = (*c)["trace_events"];
+      row["met"] = (*c)["trace_events"].get<double>() >= 1e6 &&
+                   (*c)["peak_rss_bytes"].get<double>() < 200.0 * (1 << 20);
+    } else {
+      row["met"] = nullptr;
+      row["why"] = "case not run or skipped";
     }
     t.push_back(row);
   }
@@ -621,8 +643,12 @@ int main(int argc, char** argv) {
   for (const json& t : results["targets"]) {
     const std::string met = t["met"].is_null() ? "n/a" : (t["met"].get<bool>() ? "MET" : "NOT MET");
     std::cout << fmt::format(
-        "  {:<8} {}{}\n", met, t["target"].get<std::string>(),
-        t.contains("value") ? fmt::format(": {:.4g}", t["value"].get<double>()) : "");
+        "  {:<8} {}{}{}\n", met, t["target"].get<std::string>(),
+        t.contains("value") ? fmt::format(": {:.4g}", t["value"].get<double>()) : "",
+        t.contains("value_end_to_end_per_cpu_second")
+            ? fmt::format(" (end to end, loading and lowering included: {:.4g})",
+                          t["value_end_to_end_per_cpu_second"].get<double>())
+            : "");
   }
   std::cout << "results: " << o.out << "\n";
   int failed = 0;
