@@ -16,6 +16,7 @@ struct RunOptions {
   bool timing_only = false;
   std::vector<std::string> sets;  // "name=value" arch overrides (trnsim params lists them)
   bool perf = false;              // write perf.json (wall times, peak memory; not deterministic)
+  bool report = true;             // write report.html (docs/report.md)
 };
 
 struct RunOutcome {
