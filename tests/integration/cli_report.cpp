@@ -7,6 +7,7 @@
 #include <catch2/catch.hpp>
 
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
@@ -219,6 +220,13 @@ void check_screenshot(const std::string& page, const std::string& dir, const std
   CHECK(slurp(png).substr(1, 3) == "PNG");
 }
 
+// Microseconds with six decimals, as the tooltip (and trace.json) print them.
+std::string fmt_us(double us) {
+  char text[64];
+  std::snprintf(text, sizeof text, "%.6f us", us);
+  return text;
+}
+
 void check_self_contained(const std::string& html) {
   for (const char* fetches : {"<link", " src=", "url(", "@import", "fetch(", "XMLHttpRequest"}) {
     INFO(fetches);
@@ -266,6 +274,58 @@ TEST_CASE(
   }
   CHECK(seen.count("0/kernels/0/duration") == 1);
   check_screenshot(page, dir, "report");
+}
+
+// What a person does with the timeline, done by the page itself (report.html#selftest): hover
+// the first instruction of the first lane that has one, and ctrl+wheel to zoom in there.
+TEST_CASE("report.html: hovering an instruction shows trace.json's details, ctrl+wheel zooms in") {
+  const std::string dir = fresh_dir("report_hover");
+  const Invocation r =
+      trnsim_test::trnsim(example("rmsnorm.json") + " --timing-only --out " + dir + "/out", dir);
+  REQUIRE(r.exit_code == 0);
+  const json trace = read_json(dir + "/out/trace.json");
+  const Invocation dom = chromium(dir + "/out/report.html#selftest", "--dump-dom", dir, "dom");
+  INFO(dom.err.substr(0, 2000));
+  REQUIRE(dom.exit_code == 0);
+  check_ran(dom.out, 1);
+  const std::vector<Element> body = elements_with(dom.out, "data-selftest-tooltip");
+  REQUIRE(body.size() == 1);
+  const auto& a = body[0].attrs;
+  const std::string tooltip = a.at("data-selftest-tooltip");
+  INFO(tooltip);
+  // The slice hovered, in trace.json: same lane, same start (exact), an instruction.
+  const double start_ps = std::stod(a.at("data-selftest-start-ps"));
+  const json* slice = nullptr;
+  for (const json& e : trace["traceEvents"]) {
+    if (e["ph"] == "X" && e.value("cat", "") == "instruction" &&
+        e["pid"] == std::stoi(a.at("data-selftest-pid")) &&
+        e["tid"] == std::stoi(a.at("data-selftest-tid")) &&
+        std::llround(e["ts"].get<double>() * 1e6) == std::llround(start_ps)) {
+      slice = &e;
+    }
+  }
+  REQUIRE(slice != nullptr);
+  const json& args = (*slice)["args"];
+  const auto grouped = [](uint64_t v) {
+    std::string d = std::to_string(v), out;
+    for (size_t i = 0; i < d.size(); ++i) {
+      if (i > 0 && (d.size() - i) % 3 == 0) out += ',';
+      out += d[i];
+    }
+    return out;
+  };
+  CHECK_THAT(tooltip, Contains(args["label"].get<std::string>() +
+                               "; opcode: " + args["opcode"].get<std::string>() + " (" +
+                               (*slice)["name"].get<std::string>() + ")"));
+  CHECK_THAT(tooltip, Contains("cycles: " + grouped(args["cycles"].get<uint64_t>())));
+  CHECK_THAT(tooltip, Contains("FLOPs: " + grouped(args["flops"].get<uint64_t>())));
+  CHECK_THAT(tooltip, Contains(fmt_us((*slice)["dur"].get<double>())));
+  CHECK_THAT(tooltip, Contains("start: " + fmt_us((*slice)["ts"].get<double>())));
+  CHECK(std::stod(a.at("data-selftest-zoom")) > 1.2);
+  // The whole run drawn: at most a rectangle per pixel column per lane.
+  const long rects = std::stol(a.at("data-selftest-rects-full"));
+  CHECK(rects > 50);
+  CHECK(rects < 16 * 1600);
 }
 
 TEST_CASE("trnsim compare writes one report of the three RMSNorm runs on one time scale") {
