@@ -31,7 +31,7 @@ namespace {
 
 constexpr const char* kUsage =
     "usage: trnsim WORKLOAD.json|PROGRAM.tasm [--arch PRESET|FILE] [--out DIR] [--timing-only]\n"
-    "                                  [--no-report]\n"
+    "              [--no-report]\n"
     "       trnsim asm PROGRAM.tasm [-o OUT.json]   assemble (adds synchronization)\n"
     "       trnsim disasm PROGRAM.json|PROGRAM.tasm [-o OUT.tasm]\n"
     "       trnsim isa [--markdown]                 list the instruction set\n"

@@ -276,6 +276,22 @@ TEST_CASE(
   check_screenshot(page, dir, "report");
 }
 
+TEST_CASE("report.html of two NeuronCores has each core's lanes as trace.json names them") {
+  const std::string dir = fresh_dir("report_two_cores");
+  const Invocation r = trnsim_test::trnsim(
+      example("micro/contention_two_cores.json") + " --timing-only --out " + dir + "/out", dir);
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  const json trace = read_json(dir + "/out/trace.json");
+  const Invocation dom = chromium(dir + "/out/report.html", "--dump-dom", dir, "dom");
+  INFO(dom.err.substr(0, 2000));
+  REQUIRE(dom.exit_code == 0);
+  check_ran(dom.out, 1);
+  check_lanes(dom.out, trace, 0);
+  check_metrics(dom.out, {read_json(dir + "/out/stats.json")});
+  CHECK_THAT(dom.out, Contains("data-pid=\"2\""));  // core 1's process
+}
+
 // What a person does with the timeline, done by the page itself (report.html#selftest): hover
 // the first instruction of the first lane that has one, and ctrl+wheel to zoom in there.
 TEST_CASE("report.html: hovering an instruction shows trace.json's details, ctrl+wheel zooms in") {
