@@ -464,6 +464,7 @@ ReportRun read_report_run(const std::string& dir) {
         "{}: written by another trnsim version (report format '{}', expected '{}'); run it again",
         run.path, format, kReportFormat));
   }
+  run.block["dir"] = dir;  // as given to compare (the run may have been given a relative --out)
   return run;
 }
 
