@@ -3,11 +3,15 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <nlohmann/json.hpp>
 
 #include "sim/explain.hpp"
+#include "sim/input.hpp"
+#include "sim/output_file.hpp"
+#include "sim/report.hpp"
 #include "sim/run.hpp"
 
 namespace trnsim::sim {
@@ -42,6 +46,22 @@ int compare(const CompareOptions& o) {
     }
     names.push_back(runs.back()["workload"].value("name", d));
   }
+  // The comparison report, before anything is printed: a run without a report is bad input.
+  if (!o.no_report) {
+    try {
+      std::vector<ReportRun> reports;
+      for (const std::string& d : o.dirs) reports.push_back(read_report_run(d));
+      const std::filesystem::path parent = std::filesystem::path(o.report).parent_path();
+      if (!parent.empty()) make_output_directory(parent.string());
+      write_comparison_report(o.report, reports);
+    } catch (const InputError& e) {
+      spdlog::error("{}", e.what());
+      return kBadInput;
+    } catch (const OutputError& e) {
+      spdlog::error("{}", e.what());
+      return kBadInput;
+    }
+  }
   struct Row {
     std::string label, section, key;
     double scale;
@@ -71,6 +91,7 @@ int compare(const CompareOptions& o) {
       if (!f.empty()) e["top_finding"] = f.front().cause;
       out.push_back(e);
     }
+    // The same JSON with or without a report (its path is --report's).
     std::cout << json{{"runs", out}}.dump(2) << "\n";
     return kSuccess;
   }
@@ -101,6 +122,10 @@ int compare(const CompareOptions& o) {
     if (f.empty()) continue;
     text += fmt::format("{}: {} (up to {:.1f} us): {}\n", names[r], f.front().cause,
                         f.front().cost_seconds * 1e6, f.front().suggestion);
+  }
+  if (!o.no_report) {
+    text +=
+        fmt::format("report: {} (open it in a browser: the runs on one time scale)\n", o.report);
   }
   std::cout << text;
   return kSuccess;

@@ -11,6 +11,8 @@ namespace trnsim::sim {
 struct CompareOptions {
   std::vector<std::string> dirs;  // --out directories of finished runs
   bool json = false;
+  std::string report = "trnsim-compare/report.html";  // the comparison report (docs/report.md)
+  bool no_report = false;
 };
 int compare(const CompareOptions& o);
 

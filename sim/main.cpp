@@ -31,12 +31,14 @@ namespace {
 
 constexpr const char* kUsage =
     "usage: trnsim WORKLOAD.json|PROGRAM.tasm [--arch PRESET|FILE] [--out DIR] [--timing-only]\n"
+    "              [--no-report]\n"
     "       trnsim asm PROGRAM.tasm [-o OUT.json]   assemble (adds synchronization)\n"
     "       trnsim disasm PROGRAM.json|PROGRAM.tasm [-o OUT.tasm]\n"
     "       trnsim isa [--markdown]                 list the instruction set\n"
     "       trnsim check [WORKLOAD] --golden FILE [--update] [--set k=v]\n"
     "       trnsim params [--arch NAME|FILE] [--set k=v] [--json]   list every hardware parameter\n"
     "       trnsim sweep SWEEP.json [-j N] [--out DIR] [--resume]   run a parameter sweep\n"
+    "       trnsim compare DIR... [--json] [--report FILE | --no-report]   runs side by side\n"
     "       (trnsim --help, trnsim COMMAND --help for more)\n";
 
 // Runs a CLI11 parse; returns -1 to go on, or the exit code to return.
@@ -156,6 +158,12 @@ int sc_main(int argc, char* argv[]) {
         ->required()
         ->expected(1, -1);
     app.add_flag("--json", o.json, "print the comparison as JSON");
+    app.add_option("--report", o.report,
+                   "write the comparison report (the runs' timelines on one time scale, their "
+                   "metrics side by side) here")
+        ->capture_default_str();
+    app.add_flag("--no-report", o.no_report,
+                 "no comparison report (then the runs need no report.html)");
     if (const int rc = parse(app, args); rc >= 0) return rc;
     return trnsim::sim::compare(o);
   }
@@ -214,12 +222,16 @@ int sc_main(int argc, char* argv[]) {
   app.add_option("--arch", o.arch,
                  "hardware preset (trn1, trn2, trn3) or arch JSON file (default trn2, or the "
                  "program's .arch)");
-  app.add_option("--out", o.out, "directory for stats.json and trace.json")->capture_default_str();
+  app.add_option("--out", o.out, "directory for stats.json, trace.json and report.html")
+      ->capture_default_str();
   app.add_flag("--timing-only", o.timing_only,
                "skip tensor data and the functional check; same cycle counts");
   app.add_option("--set", o.sets,
                  "override a hardware parameter, name=value (repeatable; "
                  "trnsim params lists them)");
+  bool no_report = false;
+  app.add_flag("--no-report", no_report,
+               "do not write report.html (the browser report: timeline, metrics, tables)");
   app.add_flag("--perf", o.perf,
                "also write perf.json: the simulator's own wall time per phase, peak memory and "
                "events per second (bench/ reads it)");
@@ -230,5 +242,6 @@ int sc_main(int argc, char* argv[]) {
   app.add_flag("-v,--verbose", verbose, "log what the simulator does");
   if (const int rc = parse(app, args); rc >= 0) return rc;
   if (verbose) spdlog::set_level(spdlog::level::debug);
+  o.report = !no_report;
   return trnsim::sim::run(o);
 }

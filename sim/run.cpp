@@ -16,6 +16,7 @@
 #include "sim/input.hpp"
 #include "sim/output_file.hpp"
 #include "sim/profile.hpp"
+#include "sim/report.hpp"
 #include "sim/stats.hpp"
 #include "sim/summary.hpp"
 #include "sim/trace_writer.hpp"
@@ -146,7 +147,15 @@ RunOutcome execute(const RunOptions& o) {
     TraceWriter trace(o.out + "/trace.json", k.program, arch, w.cores, trace_filter);
     ProfileCollector profile(k.program, arch);
     EventCounter counter;
-    Fanout sink({&stats, &profile, &trace, &counter});
+    std::vector<models::EventSink*> sinks = {&stats, &profile, &trace, &counter};
+    // The report keeps a compact record per slice in a temporary file until the run ends.
+    std::unique_ptr<ReportWriter> report_page;
+    if (o.report) {
+      report_page =
+          std::make_unique<ReportWriter>(o.out + "/report.html", k.program, arch, w.cores);
+      sinks.push_back(report_page.get());
+    }
+    Fanout sink(sinks);
     const auto t_sim = std::chrono::steady_clock::now();
     const double cpu_sim = cpu_seconds();
     const models::SimulationResult result = models::simulate(k.program, arch, memory_ptrs, sink);
@@ -159,8 +168,8 @@ RunOutcome execute(const RunOptions& o) {
       return out;
     }
 
-    RunReport report{w,  arch,  k, stats, profile, result, result.end_time, o.timing_only,
-                     {}, o.out, {}};
+    RunReport report{w,  arch,  k,  stats,   profile, result, result.end_time, o.timing_only,
+                     {}, o.out, {}, o.report};
     for (size_t c = 0; c < memories.size() && !k.expected.empty(); ++c) {
       // The worst core's result stands for the run: a failure, else the largest error.
       const workloads::CheckResult r = workloads::check_outputs(k, *memories[c]);
@@ -217,9 +226,11 @@ RunOutcome execute(const RunOptions& o) {
     // All complete on disk before any takes its name: a full disk leaves none.
     stats_file.close();
     for (auto& a : arrays) a->close();
+    if (report_page) report_page->close(out.stats, o.out);
     trace.commit();
     stats_file.commit();
     for (auto& a : arrays) a->commit();
+    if (report_page) report_page->commit();
     if (perf) perf->commit();
     out.summary = summary_text(report);
     const std::vector<Finding> findings = diagnose(out.stats);

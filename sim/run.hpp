@@ -17,6 +17,7 @@ struct RunOptions {
   std::vector<std::string> sets;  // "name=value" arch overrides (trnsim params lists them)
   bool perf = false;              // write perf.json (wall times, peak memory; not deterministic)
   std::vector<std::string> trace_filter;  // --trace-filter terms (sim/trace_filter.hpp)
+  bool report = true;             // write report.html (docs/report.md)
 };
 
 struct RunOutcome {

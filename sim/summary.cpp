@@ -287,6 +287,7 @@ std::string summary_text(const RunReport& r) {
   }
   out += r.profile.text(r.total);
   std::string files = "stats.json,trace.json";
+  if (r.report_html) files += ",report.html";
   for (const std::string& f : r.npy_files) files += "," + f;
   out += fmt::format("outputs: {}/{{{}}}\n", r.out_dir, files);
   // Rows without a note end without trailing blanks.

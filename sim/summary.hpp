@@ -27,6 +27,7 @@ struct RunReport {
   CheckResult check;
   std::string out_dir;
   std::vector<std::string> npy_files;  // written into out_dir
+  bool report_html = false;            // report.html written into out_dir
 };
 
 nlohmann::json stats_json(const RunReport& r);

@@ -769,7 +769,9 @@ std::map<size_t, json> run_points(const SweepSpec& s, const std::vector<Point>& 
     make_output_directory(f.dir);
     write_file(f.definition, p.definition.dump(2) + "\n");
     std::vector<std::string> args = {
-        exe, "run", s.workload_paths[p.workload], "--arch", s.arch_arg, "--out", f.dir};
+        exe, "run", s.workload_paths[p.workload], "--arch", s.arch_arg, "--out", f.dir,
+        // A point's results are its row; a page per point would only cost time and disk.
+        "--no-report"};
     if (timing_only) args.push_back("--timing-only");
     for (const std::string& set : p.sets) {
       args.push_back("--set");

@@ -1,0 +1,174 @@
+// report.html's event block, read back without a browser: the base64 of the deflated columns
+// holds every record the writer was given, in order, with the values the page shows (more
+// records than one 64 KiB chunk, so the temporary file is written and read back).
+#include <zlib.h>
+#include <catch2/catch.hpp>
+
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "isa/arch.hpp"
+#include "isa/program.hpp"
+#include "models/neuroncore/cost.hpp"
+#include "sim/report.hpp"
+#include "sim/trace_lanes.hpp"
+
+using namespace trnsim;
+
+namespace {
+
+std::string slurp(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+std::vector<unsigned char> base64_decode(const std::string& text) {
+  std::vector<unsigned char> out;
+  uint32_t bits = 0;
+  int have = 0;
+  for (const char c : text) {
+    int v = -1;
+    if (c >= 'A' && c <= 'Z') v = c - 'A';
+    if (c >= 'a' && c <= 'z') v = c - 'a' + 26;
+    if (c >= '0' && c <= '9') v = c - '0' + 52;
+    if (c == '+') v = 62;
+    if (c == '/') v = 63;
+    if (v < 0) continue;  // line breaks and padding
+    bits = (bits << 6) | static_cast<uint32_t>(v);
+    have += 6;
+    if (have >= 8) {
+      have -= 8;
+      out.push_back(static_cast<unsigned char>((bits >> have) & 0xff));
+    }
+  }
+  return out;
+}
+
+template <typename T>
+T column(const std::vector<unsigned char>& bytes, size_t offset, size_t i) {
+  T v;
+  std::memcpy(&v, bytes.data() + offset + i * sizeof(T), sizeof(T));
+  return v;
+}
+
+}  // namespace
+
+TEST_CASE("report.html's events block holds every record, in order, as deflated columns") {
+  isa::Program p;
+  p.name = "report";
+  const uint16_t q = p.add_queue("qLoad");
+  constexpr uint32_t kInstructions = 5000;  // 40-byte records: three 64 KiB chunks and a tail
+  for (uint32_t i = 0; i < kInstructions; ++i) {
+    isa::Instruction in;
+    in.opcode = isa::Opcode::tensor_copy;
+    in.engine = isa::Engine::vector;
+    in.src[0] = isa::sbuf_ap(isa::DType::bf16, 0, 128, 0, {{1, 64}});
+    in.dst = isa::sbuf_ap(isa::DType::bf16, 0, 128, 128, {{1, 64}});
+    in.label = i % 2 ? "copy " + std::to_string(i) : "";
+    p.stream(isa::Engine::vector).push_back(in);
+  }
+  isa::Instruction dma;
+  dma.opcode = isa::Opcode::dma_copy;
+  dma.engine = isa::Engine::sync;
+  dma.src[0] = isa::hbm_ap(isa::DType::bf16, 0, 128, 64, {{1, 64}});
+  dma.dst = isa::sbuf_ap(isa::DType::bf16, 0, 128, 0, {{1, 64}});
+  dma.dma_queue = q;
+  dma.label = "load";
+  p.stream(isa::Engine::sync).push_back(dma);
+  const isa::ArchConfig arch = isa::trn2();
+  const std::string dir = "sim-report";  // under the test's working directory
+  std::filesystem::create_directories(dir);
+  const std::string path = dir + "/report.html";
+  {
+    sim::ReportWriter w(path, p, arch, 1);
+    for (uint32_t i = 0; i < kInstructions; ++i) {
+      models::InstructionRecord r;
+      r.engine = isa::Engine::vector;
+      r.index = i;
+      r.ready = r.start = Picoseconds(1000 * int64_t{i});
+      r.end = Picoseconds(1000 * int64_t{i} + 700);
+      r.cycles = Cycles(100 + i);
+      w.on_instruction(r);
+    }
+    models::TransferRecord t;
+    t.queue = q;
+    t.issuer = isa::Engine::sync;
+    t.start = Picoseconds(5);
+    t.end = Picoseconds(9'000'000'000'000);  // 9 s: more than 32 bits of picoseconds
+    t.bytes = 16384;
+    t.engines = 16;
+    w.on_transfer(t);
+    w.on_kernel({0, 0, Picoseconds(0), Picoseconds(0), Picoseconds(5'000'000)});
+    CHECK(w.events() == kInstructions + 2);
+    w.close({{"workload", {{"name", "report"}}}, {"summary", {{"total_time_ps", 5'000'000}}}}, dir);
+    w.commit();
+  }
+  const std::string page = slurp(path);
+  const std::string run_open = R"(<script type="application/json" class="trnsim-run">)"
+                               "\n";
+  const size_t at = page.find(run_open);
+  REQUIRE(at != std::string::npos);
+  const size_t json_end = page.find('\n', at + run_open.size());
+  const nlohmann::json block =
+      nlohmann::json::parse(page.substr(at + run_open.size(), json_end - at - run_open.size()));
+  CHECK(block["format"] == sim::kReportFormat);
+  CHECK(block["encoding"] == "deflate");
+  const size_t n = block["events"];
+  REQUIRE(n == kInstructions + 2);
+  // The lanes are trace_lanes()'s, in order.
+  const std::vector<sim::TraceLane> lanes = sim::trace_lanes(p, arch, 1);
+  REQUIRE(block["lanes"].size() == lanes.size());
+  for (size_t l = 0; l < lanes.size(); ++l) CHECK(block["lanes"][l]["name"] == lanes[l].name);
+
+  const std::string events_open =
+      R"(<script type="application/octet-stream" class="trnsim-events">)"
+      "\n";
+  const size_t from = page.find(events_open) + events_open.size();
+  const std::vector<unsigned char> packed =
+      base64_decode(page.substr(from, page.find("</script>", from) - from));
+  std::vector<unsigned char> bytes(39 * n);
+  uLongf size = bytes.size();
+  REQUIRE(uncompress(bytes.data(), &size, packed.data(), packed.size()) == Z_OK);
+  REQUIRE(size == 39 * n);
+  const sim::TimelineLanes at_lane(p, 1);
+  for (uint32_t i = 0; i < kInstructions; ++i) {
+    INFO("instruction " << i);
+    CHECK(column<double>(bytes, 0, i) == 1000.0 * i);
+    CHECK(column<double>(bytes, 8 * n, i) == 700.0);
+    CHECK(column<double>(bytes, 16 * n, i) ==
+          static_cast<double>(models::instruction_flops(p.stream(isa::Engine::vector)[i])));
+    const uint32_t name = column<uint32_t>(bytes, 24 * n, i);
+    CHECK(block["opcodes"][name] == "tensor_copy");
+    const uint32_t label = column<uint32_t>(bytes, 28 * n, i);
+    if (i % 2) {
+      REQUIRE(label != sim::kNoLabel);
+      CHECK(block["labels"][label] == "copy " + std::to_string(i));
+    } else {
+      CHECK(label == sim::kNoLabel);
+    }
+    CHECK(column<uint32_t>(bytes, 32 * n, i) == 100 + i);
+    CHECK(column<uint16_t>(bytes, 36 * n, i) == at_lane.engine(0, isa::Engine::vector));
+    CHECK(bytes[38 * n + i] == static_cast<uint8_t>(sim::ReportEventKind::instruction));
+  }
+  const size_t t = kInstructions;  // the transfer, exact past 32 bits
+  CHECK(column<double>(bytes, 0, t) == 5.0);
+  CHECK(column<double>(bytes, 8 * n, t) == 9'000'000'000'000.0 - 5.0);
+  CHECK(column<double>(bytes, 16 * n, t) == 16384.0);
+  CHECK(block["labels"][column<uint32_t>(bytes, 28 * n, t)] == "load");
+  CHECK(column<uint32_t>(bytes, 32 * n, t) == 16);
+  CHECK(column<uint16_t>(bytes, 36 * n, t) == at_lane.queue(0, q));
+  CHECK(bytes[38 * n + t] == static_cast<uint8_t>(sim::ReportEventKind::transfer));
+  const size_t k = kInstructions + 1;  // the kernel
+  CHECK(block["names"][column<uint32_t>(bytes, 24 * n, k)] == "report");
+  CHECK(column<uint16_t>(bytes, 36 * n, k) == at_lane.kernels(0));
+  CHECK(bytes[38 * n + k] == static_cast<uint8_t>(sim::ReportEventKind::kernel));
+  // The columns (195 KB) deflate well: rising starts, repeated durations and names.
+  CHECK(packed.size() * 4 < 39 * n);
+}
