@@ -5,7 +5,41 @@
 #include "models/neuroncore/cost.hpp"
 #include "models/neuroncore/simulate.hpp"
 
+#if defined(__SANITIZE_ADDRESS__)
+#define TRNSIM_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define TRNSIM_ASAN 1
+#endif
+#endif
+#ifdef TRNSIM_ASAN
+#include <pthread.h>
+#include <sanitizer/common_interface_defs.h>
+#endif
+
 namespace trnsim::models {
+
+namespace {
+// AddressSanitizer builds only. SystemC's coroutines switch stacks; after sc_start returns,
+// ASan still believes this thread runs on the last coroutine's stack (seen: "stack top:
+// 0x7f2614600000" against a main-stack sp), so the next exception thrown on the main stack
+// is not unpoisoned and ASan reports a false stack-buffer-overflow in its own sigaltstack call
+// (google/sanitizers#189). Announcing a switch to the main thread's real stack puts its
+// bounds back.
+void restore_sanitizer_stack_bounds() {
+#ifdef TRNSIM_ASAN
+  pthread_attr_t attr;
+  if (pthread_getattr_np(pthread_self(), &attr) != 0) return;
+  void* bottom = nullptr;
+  size_t size = 0;
+  const bool ok = pthread_attr_getstack(&attr, &bottom, &size) == 0;
+  pthread_attr_destroy(&attr);
+  if (!ok) return;
+  __sanitizer_start_switch_fiber(nullptr, bottom, size);
+  __sanitizer_finish_switch_fiber(nullptr, nullptr, nullptr);
+#endif
+}
+}  // namespace
 
 EngineModule::EngineModule(sc_core::sc_module_name name, isa::Engine engine, NeuronCore& core)
     : sc_module(name), engine_(engine), core_(core) {
@@ -198,6 +232,7 @@ SimulationResult simulate(const isa::Program& program, const isa::ArchConfig& ar
                                               memory_module, host.get()));
   }
   sc_core::sc_start();  // returns when no event is left: every stream done, or a deadlock
+  restore_sanitizer_stack_bounds();
   SimulationResult result;
   result.end_time = now();
   for (const auto& core : nc) {
