@@ -36,7 +36,7 @@ cmp serial/results.json mpi/results.json || fail "results.json differs"
 [ "$(grep -c ',ok,' mpi/results.csv)" -eq 6 ] || fail "expected 6 ok points: $(cat mpi/results.csv)"
 
 # A bad sweep file is refused on every rank before any point runs.
-echo '{"workloads": "w.json", "grid": {"pe_rows": [64, 256]}}' >bad.json
+echo '{"workloads": "w.json", "grid": {"pe_rows": [64, 1024]}}' >bad.json
 if "$mpirun" -n 2 --oversubscribe "$trnsim" sweep bad.json --out bad >bad.out 2>bad.err; then
   fail "a bad sweep file was accepted under mpirun"
 fi
