@@ -215,4 +215,18 @@ struct Instruction {
   uint64_t free_size() const;
 };
 
+// Calls fn(pattern, written) for every operand slot of `in`: the three sources, the four
+// per-partition scalars, then dst and accumulate (written). Absent operands are passed too
+// (present() is false). A matmul that accumulates also reads dst: callers that care add it.
+template <typename Fn>
+void for_each_operand(const Instruction& in, Fn&& fn) {
+  for (const AccessPattern& s : in.src) fn(s, false);
+  fn(in.scale.per_partition.get(), false);
+  fn(in.bias.per_partition.get(), false);
+  fn(in.operand0.per_partition.get(), false);
+  fn(in.operand1.per_partition.get(), false);
+  fn(in.dst, true);
+  fn(in.accumulate, true);
+}
+
 }  // namespace trnsim::isa

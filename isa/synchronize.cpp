@@ -50,17 +50,11 @@ struct Footprint {
 
 Footprint footprint(const Instruction& in) {
   Footprint f;
-  auto read = [&](const AccessPattern& ap) {
-    if (ap.present()) f.reads.push_back(region_of(ap));
-  };
-  for (const auto& s : in.src) read(s);
-  read(in.scale.per_partition);
-  read(in.bias.per_partition);
-  read(in.operand0.per_partition);
-  read(in.operand1.per_partition);
-  if (in.opcode == Opcode::matmul) read(in.dst);  // an accumulation group reads what it adds to
-  if (in.dst.present()) f.writes.push_back(region_of(in.dst));
-  if (in.accumulate.present()) f.writes.push_back(region_of(in.accumulate));
+  for_each_operand(in, [&](const AccessPattern& ap, bool written) {
+    if (ap.present()) (written ? f.writes : f.reads).push_back(region_of(ap));
+  });
+  // An accumulation group reads what it adds to.
+  if (in.opcode == Opcode::matmul && in.dst.present()) f.reads.push_back(region_of(in.dst));
   return f;
 }
 

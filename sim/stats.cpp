@@ -25,17 +25,10 @@ void StatsCollector::on_instruction(const models::InstructionRecord& r) {
   s.port_wait = s.port_wait + r.port_wait;
   s.flops += models::instruction_flops(in);
   if (isa::is_dma(in.opcode)) return;  // counted when the transfer completes
-  count(in.src[0], false);
-  count(in.src[1], false);
-  count(in.src[2], false);
-  count(in.scale.per_partition, false);
-  count(in.bias.per_partition, false);
-  count(in.operand0.per_partition, false);
-  count(in.operand1.per_partition, false);
+  isa::for_each_operand(in,
+                        [&](const isa::AccessPattern& ap, bool written) { count(ap, written); });
   // A matmul that accumulates reads PSUM as well as writing it.
   if (in.opcode == isa::Opcode::matmul && !in.accumulate_start) count(in.dst, false);
-  count(in.dst, true);
-  count(in.accumulate, true);
 }
 
 void StatsCollector::on_transfer(const models::TransferRecord& r) {

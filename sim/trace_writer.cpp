@@ -87,13 +87,8 @@ uint64_t sbuf_bytes_per_partition(const isa::Program& program, size_t kernel) {
   for (isa::Engine e : isa::kAllEngines) {
     const auto [first, last] = program.kernel_range(kernel, e);
     for (uint32_t i = first; i < last; ++i) {
-      const isa::Instruction& in = program.stream(e)[i];
-      add(in.dst);
-      for (const auto& src : in.src) add(src);
-      add(in.accumulate);
-      for (const isa::ScalarOperand* s : {&in.scale, &in.bias, &in.operand0, &in.operand1}) {
-        add(s->per_partition);
-      }
+      isa::for_each_operand(program.stream(e)[i],
+                            [&](const isa::AccessPattern& ap, bool) { add(ap); });
     }
   }
   uint64_t bytes = 0;
