@@ -129,7 +129,7 @@ RunOutcome execute(const RunOptions& o) {
       return out;
     }
 
-    check_trace_filter(trace_filter, TraceWriter::lane_names(k.program));
+    check_trace_filter(trace_filter, TraceWriter::lane_names(k.program, arch));
 
     // One functional state per core: each core runs the kernel on its own tensors.
     std::vector<std::unique_ptr<isa::MemoryImage>> memories;

@@ -16,7 +16,7 @@ std::vector<TraceLane> trace_lanes(const isa::Program& program, const isa::ArchC
     lanes.push_back({TraceWriter::kHostPid, TraceWriter::kRuntimeLane, "Host", "runtime"});
   }
   for (uint32_t core = 0; core < cores; ++core) {
-    const int pid = 1 + static_cast<int>(core);
+    const int pid = TraceWriter::core_pid(core);
     const std::string process = fmt::format("NeuronCore {} ({}) {}", core, arch.name, program.name);
     lanes.push_back({pid, TraceWriter::kKernelLane, process, "Kernels"});
     for (isa::Engine e : isa::kAllEngines) {

@@ -10,14 +10,12 @@
 #include <nlohmann/json.hpp>
 
 #include "models/neuroncore/cost.hpp"
+#include "sim/trace_lanes.hpp"
 
 namespace trnsim::sim {
 
 namespace {
 constexpr size_t kFlushBytes = 1 << 16;
-int core_pid(uint32_t core) {
-  return 1 + static_cast<int>(core);
-}
 
 std::string json_string(const std::string& s) {
   return nlohmann::json(s).dump();
@@ -102,16 +100,13 @@ std::string trace_timestamp(Picoseconds t) {
   return std::string(s.view());
 }
 
-std::vector<std::string> TraceWriter::lane_names(const isa::Program& program) {
+std::vector<std::string> TraceWriter::lane_names(const isa::Program& program,
+                                                 const isa::ArchConfig& arch) {
   std::vector<std::string> names;
-  if (!program.host_ops.empty()) names = {"framework", "runtime"};
-  names.emplace_back("Kernels");
-  for (isa::Engine e : isa::kAllEngines) names.emplace_back(isa::name_of(e));
-  for (const auto& q : program.queues) names.push_back("DMA " + q.name);
+  for (const TraceLane& l : trace_lanes(program, arch, 1)) names.push_back(l.name);
   for (int c = 0; c < kCounters; ++c) names.emplace_back(counter_name(static_cast<Counter>(c)));
   return names;
 }
-
 const char* TraceWriter::counter_name(Counter c) {
   switch (c) {
     case Counter::pending_dmas:
@@ -139,13 +134,24 @@ TraceWriter::TraceWriter(const std::string& path, const isa::Program& program,
       file_(path),
       program_(program),
       arch_(arch) {
-  for (isa::Engine e : isa::kAllEngines) {
-    keep_engine_[isa::index_of(e)] = filter_.keeps_lane(isa::name_of(e));
+  // Which lanes the filter keeps, by the names trace_lanes() gives them (the same on every
+  // core, so the host's and core 0's lanes decide).
+  const std::vector<TraceLane> lanes = trace_lanes(program, arch, cores);
+  keep_queue_.resize(program.queues.size());
+  for (const TraceLane& l : lanes) {
+    const bool kept = filter_.keeps_lane(l.name);
+    if (l.pid == kHostPid) {
+      (l.tid == kFrameworkLane ? keep_framework_ : keep_runtime_) = kept;
+    } else if (l.pid == core_pid(0)) {
+      if (l.tid == kKernelLane) {
+        keep_kernels_ = kept;
+      } else if (l.tid >= queue_lane(0)) {
+        keep_queue_[static_cast<size_t>(l.tid - queue_lane(0))] = kept;
+      } else {
+        keep_engine_[static_cast<size_t>(l.tid)] = kept;
+      }
+    }
   }
-  for (const auto& q : program.queues) keep_queue_.push_back(filter_.keeps_lane("DMA " + q.name));
-  keep_kernels_ = filter_.keeps_lane("Kernels");
-  keep_framework_ = filter_.keeps_lane("framework");
-  keep_runtime_ = filter_.keeps_lane("runtime");
   for (size_t k = 0; k < program.kernel_count(); ++k) {
     sbuf_kib_.push_back(static_cast<double>(sbuf_bytes_per_partition(program, k)) / 1024.0);
   }
@@ -162,34 +168,23 @@ TraceWriter::TraceWriter(const std::string& path, const isa::Program& program,
     buffer_ += "},";
   }
   buffer_ += "\"traceEvents\":[\n";
-  auto thread_name = [&](int pid, int tid, const std::string& name, int sort_index) {
+  // The lanes as sim/trace_lanes.hpp lists them (the report shows the same): a process name
+  // when its first lane comes (the host's only if one of its lanes is kept), then each kept
+  // lane's name and place (Kernels first in its process).
+  int named_pid = -1;
+  for (const TraceLane& l : lanes) {
+    const bool kept = filter_.keeps_lane(l.name);
+    if (l.pid != named_pid && (l.pid != kHostPid || keep_framework_ || keep_runtime_)) {
+      named_pid = l.pid;
+      event(fmt::format(R"({{"ph":"M","pid":{},"name":"process_name","args":{{"name":{}}}}})",
+                        l.pid, json_string(l.process)));
+    }
+    if (!kept) continue;
     event(fmt::format(R"({{"ph":"M","pid":{},"tid":{},"name":"thread_name","args":{{"name":{}}}}})",
-                      pid, tid, json_string(name)));
+                      l.pid, l.tid, json_string(l.name)));
     event(fmt::format(
         R"({{"ph":"M","pid":{},"tid":{},"name":"thread_sort_index","args":{{"sort_index":{}}}}})",
-        pid, tid, sort_index));
-  };
-  if (!program.host_ops.empty() && (keep_framework_ || keep_runtime_)) {
-    event(fmt::format(R"({{"ph":"M","pid":{},"name":"process_name","args":{{"name":"Host"}}}})",
-                      kHostPid));
-    if (keep_framework_) thread_name(kHostPid, kFrameworkLane, "framework", kFrameworkLane);
-    if (keep_runtime_) thread_name(kHostPid, kRuntimeLane, "runtime", kRuntimeLane);
-  }
-  for (uint32_t core = 0; core < cores_; ++core) {
-    const int kCorePid = core_pid(core);
-    event(fmt::format(
-        R"({{"ph":"M","pid":{},"name":"process_name","args":{{"name":{}}}}})", kCorePid,
-        json_string(fmt::format("NeuronCore {} ({}) {}", core, arch.name, program.name))));
-    if (keep_kernels_) thread_name(kCorePid, kKernelLane, "Kernels", -1);
-    for (isa::Engine e : isa::kAllEngines) {
-      if (keep_engine_[isa::index_of(e)]) {
-        thread_name(kCorePid, engine_lane(e), std::string(isa::name_of(e)), engine_lane(e));
-      }
-    }
-    for (size_t q = 0; q < program.queues.size(); ++q) {
-      const int lane = queue_lane(static_cast<uint16_t>(q));
-      if (keep_queue_[q]) thread_name(kCorePid, lane, "DMA " + program.queues[q].name, lane);
-    }
+        l.pid, l.tid, l.tid == kKernelLane ? -1 : l.tid));
   }
 }
 

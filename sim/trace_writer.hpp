@@ -30,7 +30,8 @@ class TraceWriter : public models::EventSink {
   TraceWriter(const std::string& path, const isa::Program& program, const isa::ArchConfig& arch,
               uint32_t cores = 1, TraceFilter filter = {});
   // The names of the lanes and counters a trace of `program` has (what --trace-filter matches).
-  static std::vector<std::string> lane_names(const isa::Program& program);
+  static std::vector<std::string> lane_names(const isa::Program& program,
+                                             const isa::ArchConfig& arch);
   void on_instruction(const models::InstructionRecord& r) override;
   void on_transfer(const models::TransferRecord& r) override;
   void on_kernel(const models::KernelRecord& r) override;
@@ -54,6 +55,8 @@ class TraceWriter : public models::EventSink {
 
   // Lane (thread id) of an engine and of a DMA queue within the NeuronCore process.
   static int engine_lane(isa::Engine e) { return isa::index_of(e); }
+  // The process (pid) of a NeuronCore; the host's is kHostPid.
+  static int core_pid(uint32_t core) { return 1 + static_cast<int>(core); }
   static int queue_lane(uint16_t q) { return 100 + q; }
   // The kernels lane of a NeuronCore (the profiler's nc_exec_running), and the host's lanes.
   static constexpr int kKernelLane = 50;
