@@ -29,6 +29,14 @@ void append_int(TraceText& out, Int v) {
   out.commit(std::to_chars(p, p + 24, v).ptr);
 }
 
+// `v` with `decimals` digits after the point, as "{:.Nf}" prints it, without a temporary string
+// (a counter sample is written per transfer start and end).
+void append_fixed(TraceText& out, double v, int decimals) {
+  constexpr size_t kRoom = 330;  // DBL_MAX has 309 digits before the point
+  char* p = out.room(kRoom);
+  out.commit(std::to_chars(p, p + kRoom, v, std::chars_format::fixed, decimals).ptr);
+}
+
 // As trace_timestamp(): microseconds with six decimals.
 void append_timestamp(TraceText& out, Picoseconds t) {
   const int64_t v = t.value;
@@ -466,15 +474,15 @@ void TraceWriter::append_sample(size_t l, int64_t time, double value) {
       break;
     case Counter::tensor_utilization:
       out += R"(","args":{"percent":)";
-      out += fmt::format("{:.2f}", value);
+      append_fixed(out, value, 2);
       break;
     case Counter::sbuf_in_use:
       out += R"(","args":{"KiB per partition":)";
-      out += fmt::format("{:.3f}", value);
+      append_fixed(out, value, 3);
       break;
     default:
       out += R"(","args":{"GB/s":)";
-      out += fmt::format("{:.3f}", value);
+      append_fixed(out, value, 3);
       break;
   }
   out += "}}";
