@@ -5,20 +5,12 @@
 #include "cli_support.hpp"
 
 using trnsim_test::example;
-using trnsim_test::fresh_dir;
-using trnsim_test::Invocation;
-using trnsim_test::read_json;
 
 namespace {
 
 nlohmann::json run_stats(const std::string& workload, const std::string& extra,
                          const std::string& tag) {
-  const std::string dir = fresh_dir("whatif_" + tag);
-  const Invocation r =
-      trnsim_test::trnsim(example(workload) + " --out " + dir + "/out " + extra, dir);
-  INFO(r.err);
-  REQUIRE(r.exit_code == 0);
-  return read_json(dir + "/out/stats.json");
+  return trnsim_test::run_ok(example(workload), extra, "whatif_" + tag).stats;
 }
 
 const char* kWide = "--set partitions=256 --set pe_rows=256 --set pe_columns=256";

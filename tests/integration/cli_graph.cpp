@@ -17,20 +17,11 @@ using trnsim_test::write_file;
 
 namespace {
 
-struct Run {
-  nlohmann::json stats;
-  nlohmann::json trace;
-  std::string out;
-};
+using trnsim_test::Run;
 
 // `tag` keeps the scratch directories of test cases that ctest runs in parallel apart.
 Run run_example(const std::string& name, const std::string& extra, const std::string& tag) {
-  const std::string dir = fresh_dir("graph_" + tag + "_" + name);
-  const Invocation r =
-      trnsim_test::trnsim(example(name + ".json") + " --out " + dir + " " + extra, dir);
-  INFO(r.err);
-  REQUIRE(r.exit_code == 0);
-  return {read_json(dir + "/stats.json"), read_json(dir + "/trace.json"), r.out};
+  return trnsim_test::run_ok(example(name + ".json"), extra, "graph_" + tag + "_" + name);
 }
 
 }  // namespace
@@ -47,7 +38,7 @@ TEST_CASE("the three RMSNorm paths: eager slowest, compiled fastest, host and de
   for (const Run* r : {&eager, &fused, &compiled}) {
     CHECK(r->stats["host"]["device_time"].get<double>() > 0);
     CHECK(r->stats["host"]["host_cpu_time"].get<double>() > 0);
-    CHECK_THAT(r->out, Contains("key_averages") && Contains("host:"));
+    CHECK_THAT(r->invocation.out, Contains("key_averages") && Contains("host:"));
   }
   // Why: six launches and five intermediates through HBM against one kernel.
   CHECK(eager.stats["host"]["kernel_launches"] == 6);
@@ -57,7 +48,7 @@ TEST_CASE("the three RMSNorm paths: eager slowest, compiled fastest, host and de
   REQUIRE(eager.stats["key_averages"].size() == 5);  // pow, mean, add, rsqrt, mul (x2)
   CHECK(eager.stats["key_averages"][0]["name"] == "aten::mul");
   CHECK(eager.stats["key_averages"][0]["calls"] == 2);
-  CHECK_THAT(eager.out, Contains("aten::mul") && Contains("aten::rsqrt"));
+  CHECK_THAT(eager.invocation.out, Contains("aten::mul") && Contains("aten::rsqrt"));
 }
 
 TEST_CASE("a graph trace has host lanes, a kernel lane and a flow from each launch to its kernel") {
@@ -127,14 +118,14 @@ TEST_CASE("trnsim compare shows the three RMSNorm paths side by side with each o
     REQUIRE(r.exit_code == 0);
     dirs += " " + dir + "/" + n;
   }
-  const Invocation c = trnsim_test::trnsim("compare" + dirs, dir);
+  const Invocation c = trnsim_test::trnsim("compare --no-report" + dirs, dir);
   INFO(c.err);
   REQUIRE(c.exit_code == 0);
   CHECK_THAT(c.out, Contains("kernel launches") && Contains("device time") &&
                         Contains("rmsnorm_eager: HBM round trips") &&
                         Contains("rmsnorm_fused: ScalarE") &&
                         Contains("rmsnorm_compiled: DMA bandwidth"));
-  const Invocation j = trnsim_test::trnsim("compare --json" + dirs, dir);
+  const Invocation j = trnsim_test::trnsim("compare --json --no-report" + dirs, dir);
   REQUIRE(j.exit_code == 0);
   const auto runs = nlohmann::json::parse(j.out)["runs"];
   REQUIRE(runs.size() == 3);

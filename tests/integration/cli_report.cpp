@@ -238,18 +238,15 @@ void check_self_contained(const std::string& html) {
 
 TEST_CASE(
     "report.html in headless Chromium shows every lane, the tables and stats.json's numbers") {
-  const std::string dir = fresh_dir("report_rmsnorm");
-  const std::string out = dir + "/out";
-  const Invocation r =
-      trnsim_test::trnsim(example("rmsnorm.json") + " --timing-only --out " + out, dir);
-  INFO(r.err);
-  REQUIRE(r.exit_code == 0);
-  CHECK_THAT(r.out, Contains("report.html"));
-  const std::string page = out + "/report.html";
+  const trnsim_test::Run run =
+      trnsim_test::run_ok(example("rmsnorm.json"), "--timing-only", "report_rmsnorm");
+  const std::string& dir = run.dir;
+  CHECK_THAT(run.invocation.out, Contains("report.html"));
+  const std::string page = run.out + "/report.html";
   REQUIRE(fs::exists(page));
   check_self_contained(slurp(page));
-  const json stats = read_json(out + "/stats.json");
-  const json trace = read_json(out + "/trace.json");
+  const json& stats = run.stats;
+  const json& trace = run.trace;
 
   const Invocation dom = chromium(page, "--dump-dom", dir, "dom");
   INFO(dom.err.substr(0, 2000));
@@ -277,12 +274,10 @@ TEST_CASE(
 }
 
 TEST_CASE("report.html of two NeuronCores has each core's lanes as trace.json names them") {
-  const std::string dir = fresh_dir("report_two_cores");
-  const Invocation r = trnsim_test::trnsim(
-      example("micro/contention_two_cores.json") + " --timing-only --out " + dir + "/out", dir);
-  INFO(r.err);
-  REQUIRE(r.exit_code == 0);
-  const json trace = read_json(dir + "/out/trace.json");
+  const trnsim_test::Run run = trnsim_test::run_ok(example("micro/contention_two_cores.json"),
+                                                   "--timing-only", "report_two_cores");
+  const std::string& dir = run.dir;
+  const json& trace = run.trace;
   const Invocation dom = chromium(dir + "/out/report.html", "--dump-dom", dir, "dom");
   INFO(dom.err.substr(0, 2000));
   REQUIRE(dom.exit_code == 0);
@@ -295,11 +290,10 @@ TEST_CASE("report.html of two NeuronCores has each core's lanes as trace.json na
 // What a person does with the timeline, done by the page itself (report.html#selftest): hover
 // the first instruction of the first lane that has one, and ctrl+wheel to zoom in there.
 TEST_CASE("report.html: hovering an instruction shows trace.json's details, ctrl+wheel zooms in") {
-  const std::string dir = fresh_dir("report_hover");
-  const Invocation r =
-      trnsim_test::trnsim(example("rmsnorm.json") + " --timing-only --out " + dir + "/out", dir);
-  REQUIRE(r.exit_code == 0);
-  const json trace = read_json(dir + "/out/trace.json");
+  const trnsim_test::Run run =
+      trnsim_test::run_ok(example("rmsnorm.json"), "--timing-only", "report_hover");
+  const std::string& dir = run.dir;
+  const json& trace = run.trace;
   const Invocation dom = chromium(dir + "/out/report.html#selftest", "--dump-dom", dir, "dom");
   INFO(dom.err.substr(0, 2000));
   REQUIRE(dom.exit_code == 0);

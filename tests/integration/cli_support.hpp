@@ -63,6 +63,26 @@ inline std::string write_file(const std::string& dir, const std::string& name,
   return path;
 }
 
+// `trnsim WORKLOAD EXTRA --out DIR/out` in a fresh directory named after `tag`, required to
+// succeed; its stdout and the stats.json and trace.json it wrote.
+struct Run {
+  std::string dir;  // the scratch directory
+  std::string out;  // DIR/out, the run's --out
+  Invocation invocation;
+  nlohmann::json stats, trace;
+};
+inline Run run_ok(const std::string& workload, const std::string& extra, const std::string& tag) {
+  Run run;
+  run.dir = fresh_dir(tag);
+  run.out = run.dir + "/out";
+  run.invocation = trnsim(workload + " --out " + run.out + " " + extra, run.dir);
+  INFO(run.invocation.err);
+  REQUIRE(run.invocation.exit_code == 0);
+  run.stats = read_json(run.out + "/stats.json");
+  run.trace = read_json(run.out + "/trace.json");
+  return run;
+}
+
 // Runs trnsim on `text` written to a fresh directory as NAME (its extension picks the form) and
 // checks what every rejected input gets: exit 2, nothing on stdout, no output file (nor a
 // temporary one) and a message naming the file. Returns stderr.

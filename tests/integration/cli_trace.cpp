@@ -13,22 +13,14 @@ using Catch::Matchers::Contains;
 using trnsim_test::example;
 using trnsim_test::fresh_dir;
 using trnsim_test::Invocation;
-using trnsim_test::read_json;
 using trnsim_test::slurp;
 
 namespace {
 
-struct Run {
-  nlohmann::json stats, trace;
-};
+using trnsim_test::Run;
 
 Run run(const std::string& workload, const std::string& extra, const std::string& tag) {
-  const std::string dir = fresh_dir("trace_" + tag);
-  const Invocation r =
-      trnsim_test::trnsim(example(workload) + " --timing-only --out " + dir + "/out " + extra, dir);
-  INFO(r.err);
-  REQUIRE(r.exit_code == 0);
-  return {read_json(dir + "/out/stats.json"), read_json(dir + "/out/trace.json")};
+  return trnsim_test::run_ok(example(workload), "--timing-only " + extra, "trace_" + tag);
 }
 
 // Microsecond timestamps (six decimals) as picoseconds.
@@ -171,7 +163,8 @@ TEST_CASE("a trace filter on lanes keeps only the lanes named, and stats.json do
   CHECK(vector_some == vector_all);
 }
 
-TEST_CASE("a trace filter on a time window keeps the slices that overlap it and the counters within it") {
+TEST_CASE(
+    "a trace filter on a time window keeps the slices that overlap it and the counters within it") {
   const Run all = run("rmsnorm.json", "", "window_all");
   const double end_us = all.stats["summary"]["total_time"].get<double>() * 1e6;
   const int64_t from = static_cast<int64_t>(end_us * 0.25 * 1e6);
