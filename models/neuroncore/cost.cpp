@@ -156,7 +156,7 @@ Cycles instruction_cycles(const isa::Instruction& in, const isa::ArchConfig& arc
 }
 
 Picoseconds instruction_time(const isa::Instruction& in, const isa::ArchConfig& arch) {
-  return to_picoseconds(instruction_cycles(in, arch), arch.mhz(in.engine));
+  return instruction_time(instruction_cycles(in, arch), in, arch);
 }
 
 uint32_t ports_of(const isa::Instruction& in, const isa::ArchConfig& arch) {

@@ -18,6 +18,11 @@ Cycles instruction_cycles(const isa::Instruction& in, const isa::ArchConfig& arc
 
 // The same in picoseconds of the instruction's engine clock.
 Picoseconds instruction_time(const isa::Instruction& in, const isa::ArchConfig& arch);
+// instruction_time() of cycles already worked out by instruction_cycles().
+inline Picoseconds instruction_time(Cycles cycles, const isa::Instruction& in,
+                                    const isa::ArchConfig& arch) {
+  return to_picoseconds(cycles, arch.mhz(in.engine));
+}
 
 // True when tensor_tensor takes the documented fast path: inputs in SBUF (or one in PSUM and
 // one in SBUF), all operands bf16, op add/subtract/multiply, innermost stride 1.

@@ -47,9 +47,8 @@ EngineModule::EngineModule(sc_core::sc_module_name name, isa::Engine engine, Neu
   steps_.reserve(stream.size());
   for (const auto& in : stream) {
     StepCost c;
-    // instruction_time(in, arch), without working the cycles out a second time.
     c.cycles = instruction_cycles(in, core.arch);
-    c.time = to_picoseconds(c.cycles, core.arch.mhz(in.engine));
+    c.time = instruction_time(c.cycles, in, core.arch);  // the cycles worked out once
     c.ports = ports_of(in, core.arch);
     if (isa::is_dma(in.opcode)) {
       c.plan = static_cast<uint32_t>(core.dma_plans.size());

@@ -23,7 +23,6 @@ class SemaphoreFile {
   int64_t value(uint16_t id) const { return values_[id]; }
   // Between kernels: no engine waits, so no event needs to fire.
   void reset() { std::fill(values_.begin(), values_.end(), 0); }
-  sc_core::sc_event& event(uint16_t id) { return events_[id]; }
   // Blocks the calling thread until semaphore `id` changes (the caller checks its condition
   // again, in a loop).
   void wait_for_change(uint16_t id) {
