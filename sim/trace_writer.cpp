@@ -82,7 +82,13 @@ uint64_t sbuf_bytes_per_partition(const isa::Program& program, size_t kernel) {
     int64_t begin = static_cast<int64_t>(ap.offset) + ap.min_element_offset() * size;
     int64_t end = static_cast<int64_t>(ap.offset) + ap.max_element_offset_exclusive() * size;
     auto it = ranges.upper_bound(begin);
-    if (it != ranges.begin() && std::prev(it)->second >= begin) --it;
+    if (it != ranges.begin()) {
+      const auto prev = std::prev(it);
+      // Already covered (the common case: tiles reuse their buffers): nothing to merge, and
+      // no erase and insert of the same range.
+      if (prev->second >= end) return;
+      if (prev->second >= begin) it = prev;
+    }
     while (it != ranges.end() && it->first <= end) {
       begin = std::min(begin, it->first);
       end = std::max(end, it->second);
@@ -412,6 +418,7 @@ void TraceWriter::add_step(uint32_t core, Counter counter, int64_t time, double 
   auto& held = lane(core, counter).held;
   held.push_back(CounterStep{time, step_seq_++, delta});
   std::push_heap(held.begin(), held.end(), std::greater<CounterStep>());
+  ++held_steps_;
 }
 
 void TraceWriter::release_if_safe() {
@@ -421,6 +428,7 @@ void TraceWriter::release_if_safe() {
 }
 
 void TraceWriter::release_steps(int64_t before) {
+  if (held_steps_ == 0) return;  // most instructions change no counter
   for (size_t l = 0; l < lanes_.size(); ++l) {
     CounterLane& lane = lanes_[l];
     const int64_t bound =
@@ -430,6 +438,7 @@ void TraceWriter::release_steps(int64_t before) {
       std::pop_heap(held.begin(), held.end(), std::greater<CounterStep>());
       const CounterStep s = held.back();
       held.pop_back();
+      --held_steps_;
       lane.value += s.delta;
       // One sample per distinct time: the value after every change at that time.
       if (!held.empty() && held.front().time == s.time) continue;

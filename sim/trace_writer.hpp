@@ -149,6 +149,7 @@ class TraceWriter : public models::EventSink {
   bool keep_kernels_ = true, keep_framework_ = true, keep_runtime_ = true;
   std::vector<CounterLane> lanes_;  // per core, kCounters each
   uint64_t step_seq_ = 0;
+  size_t held_steps_ = 0;  // over all lanes: release_steps() has nothing to do at 0
   // Issue times of the DMA transfers not yet completed (count per time), and the end of the
   // latest instruction: later records cannot bring steps before the smaller of the two.
   std::map<int64_t, uint32_t> in_flight_;
