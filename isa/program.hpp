@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "isa/instruction.hpp"
+#include "isa/large_page_allocator.hpp"
 
 namespace trnsim::isa {
 
@@ -48,9 +49,12 @@ struct HostOp {
   std::vector<uint32_t> kernels;
 };
 
+// One engine's instructions in order (large ones on huge pages where the system allows).
+using InstructionStream = std::vector<Instruction, LargePageAllocator<Instruction>>;
+
 struct Program {
   std::string name;
-  std::array<std::vector<Instruction>, kEngineCount> streams;
+  std::array<InstructionStream, kEngineCount> streams;
   std::vector<Semaphore> semaphores;
   std::vector<DmaQueue> queues;
   std::vector<DramTensor> dram_tensors;
@@ -61,8 +65,8 @@ struct Program {
   // these ops in order and every kernel is launched by exactly one of them, in kernel order.
   std::vector<HostOp> host_ops;
 
-  std::vector<Instruction>& stream(Engine e) { return streams[index_of(e)]; }
-  const std::vector<Instruction>& stream(Engine e) const { return streams[index_of(e)]; }
+  InstructionStream& stream(Engine e) { return streams[index_of(e)]; }
+  const InstructionStream& stream(Engine e) const { return streams[index_of(e)]; }
   uint16_t add_semaphore(std::string name);
   uint16_t add_queue(std::string name);  // also adds the queue's semaphore
   // Places a tensor in HBM after the ones already there, aligned to 64 bytes; returns it.
