@@ -58,6 +58,19 @@ struct AccessPattern {
   char* append_to(char* out) const;
 };
 
+// Every field equal (the unused dims beyond ndims included).
+inline bool operator==(const Dim& a, const Dim& b) {
+  return a.stride == b.stride && a.count == b.count;
+}
+inline bool operator==(const AccessPattern& a, const AccessPattern& b) {
+  return a.memory == b.memory && a.dtype == b.dtype && a.ndims == b.ndims &&
+         a.start_partition == b.start_partition && a.partitions == b.partitions &&
+         a.partition_stride == b.partition_stride && a.offset == b.offset && a.dims == b.dims;
+}
+inline bool operator!=(const AccessPattern& a, const AccessPattern& b) {
+  return !(a == b);
+}
+
 // Builders for the common cases. `dims` are [stride, count] pairs, outermost first.
 AccessPattern sbuf_ap(DType t, uint32_t start_partition, uint32_t partitions, uint64_t offset,
                       std::initializer_list<Dim> dims);

@@ -161,7 +161,17 @@ class TraceWriter : public models::EventSink {
   const isa::ArchConfig& arch_;
   TraceText buffer_{2 << 16};  // flushed at 64 KiB
   TraceText operands_;         // an instruction's operands, before they are quoted
-  std::string write_error_;    // a write that failed during the run, reported by close()
+  // Operand text by pattern (append_pattern): a direct-mapped cache.
+  struct CachedPattern {
+    isa::AccessPattern ap;
+    bool valid = false;
+    uint16_t size = 0;
+    std::array<char, isa::AccessPattern::kMaxTextBytes> text;
+  };
+  static constexpr size_t kPatternCacheSize = 256;
+  std::vector<CachedPattern> pattern_cache_ = std::vector<CachedPattern>(kPatternCacheSize);
+  void append_pattern(TraceText& out, const isa::AccessPattern& ap);
+  std::string write_error_;  // a write that failed during the run, reported by close()
   bool first_ = true;
   uint64_t events_ = 0;
 };

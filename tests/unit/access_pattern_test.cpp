@@ -124,3 +124,23 @@ TEST_CASE("access pattern to_string shows memory, partitions and dims", "[unit][
   CHECK(sbuf_ap(DType::bf16, 32, 16, 128, {{1, 8}}).to_string() == "SBUF[p32:48, +128] bf16[1,8]");
   CHECK(AccessPattern{}.to_string() == "-");
 }
+
+TEST_CASE("access patterns are equal when every field is") {
+  using namespace trnsim::isa;
+  const AccessPattern a = sbuf_ap(DType::bf16, 0, 128, 1024, {{1, 64}});
+  AccessPattern b = a;
+  CHECK(a == b);
+  b.offset += 2;
+  CHECK(a != b);
+  b = a;
+  b.dims[0].count = 32;
+  CHECK(a != b);
+  b = a;
+  b.memory = Memory::psum;
+  CHECK(a != b);
+  b = a;
+  b.start_partition = 32;
+  CHECK(a != b);
+  CHECK(hbm_ap(DType::bf16, 0, 128, 4096, {{1, 64}}) !=
+        hbm_ap(DType::bf16, 0, 128, 8192, {{1, 64}}));
+}
