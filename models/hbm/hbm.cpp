@@ -167,7 +167,7 @@ HbmModel::Plan HbmModel::plan(const Channel& ch, const Piece& p) const {
   }
   Picoseconds bus = ch.bus_free;
   if (bus.value > 0 && ch.last_write != p.write) bus = bus + (p.write ? t_rtw_ : t_wtr_);
-  const uint32_t bg = p.bank / hbm_.banks_per_group;
+  const uint32_t bg = p.bank_group;
   r.data_start = max(r.data_start, max(bus, ch.bank_group_free[bg]));
   return r;
 }
@@ -194,7 +194,7 @@ HbmServed HbmModel::decide(uint32_t channel, Picoseconds now) {
       // the best is a row hit, cannot win: skip planning it (the choice is the same).
       Picoseconds bound = ch.bus_free;
       if (bound.value > 0 && ch.last_write != p.write) bound = bound + (p.write ? t_rtw_ : t_wtr_);
-      bound = max(bound, ch.bank_group_free[p.bank / hbm_.banks_per_group]);
+      bound = max(bound, ch.bank_group_free[p.bank_group]);
       if (bound > best_plan.data_start ||
           (bound == best_plan.data_start && best_plan.outcome == RowOutcome::hit)) {
         continue;
@@ -231,8 +231,7 @@ HbmServed HbmModel::decide(uint32_t channel, Picoseconds now) {
   // Write recovery before a precharge; a read needs tRTP after its last column command.
   b.pre_ready = max(b.pre_ready, p.write ? data_end + t_wr_ : data_end - t_cl_ + t_rtp_);
   b.last_use = data_end;
-  ch.bank_group_free[p.bank / hbm_.banks_per_group] =
-      best_plan.data_start + times(t_ccd_l_, p.bursts);
+  ch.bank_group_free[p.bank_group] = best_plan.data_start + times(t_ccd_l_, p.bursts);
   if (ch.bus_free.value > 0 && ch.last_write != p.write) ++counters_.turnarounds;
   ch.bus_free = data_end;
   ch.last_write = p.write;

@@ -101,6 +101,7 @@ class HbmModel {
     uint16_t bank = 0;
     uint16_t bursts = 0;
     bool write = false;
+    uint8_t bank_group = 0;    // bank / banks_per_group, kept: the scheduler asks for every piece
     uint64_t first_burst = 0;  // global burst index of the first burst, for coalescing
     uint64_t last_burst = 0;
   };
@@ -233,6 +234,7 @@ uint32_t HbmModel::enqueue(Picoseconds at, uint32_t core, uint64_t address, uint
       p.row = loc.row;
       p.tag = tag;
       p.bank = static_cast<uint16_t>(loc.bank);
+      p.bank_group = static_cast<uint8_t>(loc.bank_group);
       p.bursts = static_cast<uint16_t>(last - first + 1);
       p.write = write;
       p.first_burst = first;
