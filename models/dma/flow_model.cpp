@@ -11,13 +11,16 @@ FlowMemorySystem::FlowMemorySystem(const isa::ArchConfig& arch, uint32_t cores,
     : arch_(arch),
       cores_(cores == 0 ? 1 : cores),
       cores_per_stack_(std::max(1u, arch.hbm.cores_per_stack)),
+      channels_(std::max(1u, arch.hbm.pseudo_channels)),
+      core_bytes_(arch.hbm_capacity_bytes),
+      channel_bytes_(channels_, 0),
       stack_peak_(hbm.stack_peak_bytes_per_ns() / 1000.0),
       window_bytes_(static_cast<double>(std::max(1u, arch.dma_engine_outstanding_chunks)) *
                     std::max(1u, arch.dma_chunk_bytes)),
       read_tail_(from_ns(arch.hbm_latency_ns + arch.hbm.t_cl)),
       write_tail_(from_ns(arch.hbm_latency_ns + arch.hbm.t_cwl)) {
   // One pseudo-channel's share of the stack peak, bytes per ps.
-  const double channel = stack_peak_ / std::max(1u, arch.hbm.pseudo_channels);
+  const double channel = stack_peak_ / channels_;
   bus_ps_per_byte_ = channel > 0 ? 1.0 / channel : 0.0;
   const double unit_ps = static_cast<double>(arch.hbm.interleave_bytes) * bus_ps_per_byte_;
   read_round_trip_ = static_cast<double>(read_tail_.value) + unit_ps;
@@ -32,8 +35,8 @@ FlowMemorySystem::FlowMemorySystem(const isa::ArchConfig& arch, uint32_t cores,
   completions_.reserve(reserve);
   flows_.reserve(reserve);
   events_.reserve(1024);
-  const size_t stacks = hbm.stacks();
-  const size_t constraints = 2 * engines + stacks;
+  const size_t channels = static_cast<size_t>(hbm.stacks()) * channels_;
+  const size_t constraints = 2 * engines + channels;
   cap_.assign(constraints, 0.0);
   used_.assign(constraints, 0.0);
   weight_.assign(constraints, 0.0);
@@ -44,7 +47,7 @@ FlowMemorySystem::FlowMemorySystem(const isa::ArchConfig& arch, uint32_t cores,
     cap_[e] = 1.0;                      // engine ps per ps
     cap_[engines + e] = window_bytes_;  // bytes in flight
   }
-  for (size_t s = 0; s < stacks; ++s) cap_[2 * engines + s] = stack_peak_;
+  for (size_t c = 0; c < channels; ++c) cap_[2 * engines + c] = channel;
 }
 
 void FlowMemorySystem::schedule(Picoseconds t, EventKind kind, uint32_t id) {
@@ -143,12 +146,51 @@ void FlowMemorySystem::advance(Picoseconds now) {
   }
 }
 
+void FlowMemorySystem::spread(const DmaTransfer& t, bool write, uint64_t first, uint64_t end) {
+  const DmaPlan& plan = *t.plan;
+  const isa::Instruction& in = *t.instruction;
+  const isa::AccessPattern& ap = write ? in.dst : in.src[0];
+  const uint64_t unit = std::max(1u, arch_.hbm.interleave_bytes);
+  const uint64_t period = unit * channels_;
+  const uint64_t base = (t.core % cores_per_stack_) * core_bytes_;
+  // Only the position within one round over the pseudo-channels matters.
+  auto range = [&](uint64_t a, uint64_t len, uint64_t weight) {
+    if (len >= period) {  // whole rounds over every pseudo-channel
+      const uint64_t rounds = len / period;
+      for (uint64_t& b : channel_bytes_) b += weight * rounds * unit;
+      len -= rounds * period;
+    }
+    a = (a + base) % period;
+    uint64_t c = a / unit;
+    uint64_t in_unit = a - c * unit;
+    while (len > 0) {
+      const uint64_t take = std::min(len, unit - in_unit);
+      channel_bytes_[c] += weight * take;
+      len -= take;
+      in_unit = 0;
+      if (++c == channels_) c = 0;
+    }
+  };
+  // A transposing transfer reads its HBM block in descriptor order: one contiguous range.
+  if (in.dma_transpose || in.opcode == isa::Opcode::dma_transpose) {
+    range(ap.offset + first * plan.run_bytes, (end - first) * plan.run_bytes, 1);
+    return;
+  }
+  const uint64_t n = end - first;
+  const uint64_t step = (n + kSampledDescriptors - 1) / kSampledDescriptors;
+  // Sampled descriptors stand for the `step` of them they were picked from.
+  for (uint64_t d = first; d < end; d += step) {
+    range(run_address(ap, plan, d), plan.run_bytes, std::min(step, end - d));
+  }
+}
+
 void FlowMemorySystem::on_ready(uint32_t id, Picoseconds now) {
   const DmaTransfer& t = transfers_[id];
   const DmaPlan& plan = *t.plan;
   const uint32_t hw_queue = t.queue % std::max(1u, arch_.dma_queues_per_engine);
   const bool reads = plan.reads_hbm, writes = plan.writes_hbm;
-  const uint32_t stack = t.core / cores_per_stack_;
+  const uint32_t engines = static_cast<uint32_t>(engines_.size());
+  const uint32_t first_channel = 2 * engines + (t.core / cores_per_stack_) * channels_;
   const double per_descriptor_ns = arch_.dma_descriptor_overhead_ns +
                                    static_cast<double>(plan.run_bytes) / plan.engine_bytes_per_ns;
   const double round_trip = !reads && !writes ? 0.0
@@ -159,27 +201,46 @@ void FlowMemorySystem::on_ready(uint32_t id, Picoseconds now) {
     const uint32_t first = i * plan.partitions_per_engine;
     if (first >= plan.partitions) break;
     const uint32_t count = std::min(plan.partitions_per_engine, plan.partitions - first);
-    Flow flow;
+    uint32_t fid = static_cast<uint32_t>(flows_.size());
+    if (free_flows_.empty()) {
+      flows_.emplace_back();
+    } else {
+      fid = free_flows_.back();
+      free_flows_.pop_back();
+    }
+    Flow& flow = flows_[fid];
     flow.transfer = id;
     flow.engine = t.core * arch_.dma_engines + (plan.first_engine + i) % arch_.dma_engines;
-    flow.stack = stack;
+    flow.next = kNone;
     flow.bytes = static_cast<uint64_t>(count) * plan.runs_per_partition * plan.run_bytes;
     // As plan_transfer computes the most loaded engine's time.
     flow.engine_time =
         from_ns(per_descriptor_ns * static_cast<double>(plan.runs_per_partition) * count);
     flow.remaining = static_cast<double>(flow.bytes);
-    flow.engine_per_byte = flow.bytes > 0 ? static_cast<double>(flow.engine_time.value) /
-                                                static_cast<double>(flow.bytes)
-                                          : 0.0;
     flow.hbm_factor = (reads ? 1.0 : 0.0) + (writes ? 1.0 : 0.0);
-    flow.round_trip = round_trip;
-    uint32_t fid = static_cast<uint32_t>(flows_.size());
-    if (free_flows_.empty()) {
-      flows_.push_back(flow);
-    } else {
-      fid = free_flows_.back();
-      free_flows_.pop_back();
-      flows_[fid] = flow;
+    flow.rate = 0;
+    flow.finish = kNever;
+    flow.terms.clear();
+    if (flow.bytes > 0) {
+      const double bytes = static_cast<double>(flow.bytes);
+      flow.terms.push_back({flow.engine, static_cast<double>(flow.engine_time.value) / bytes});
+      if (round_trip > 0) flow.terms.push_back({engines + flow.engine, round_trip});
+      if (reads || writes) {
+        // Each side spreads the same bytes over pseudo-channels: the shares of one side sum
+        // to 1, of both to 2.
+        std::fill(channel_bytes_.begin(), channel_bytes_.end(), 0);
+        const uint64_t d0 = first * plan.runs_per_partition;
+        const uint64_t d1 = (first + count) * plan.runs_per_partition;
+        if (reads) spread(t, false, d0, d1);
+        if (writes) spread(t, true, d0, d1);
+        uint64_t total = 0;
+        for (uint64_t b : channel_bytes_) total += b;
+        const double scale = total > 0 ? flow.hbm_factor / static_cast<double>(total) : 0.0;
+        for (uint32_t c = 0; c < channels_; ++c) {
+          if (channel_bytes_[c] == 0) continue;
+          flow.terms.push_back({first_channel + c, static_cast<double>(channel_bytes_[c]) * scale});
+        }
+      }
     }
     EngineQueue& q = engines_[flow.engine].queues[hw_queue];
     ++parts;
@@ -260,7 +321,6 @@ void FlowMemorySystem::on_done(uint32_t id, Picoseconds now) {
 // level; when a constraint saturates, its flows keep the level as their rate.
 void FlowMemorySystem::recompute(Picoseconds now) {
   changed_ = false;
-  const uint32_t engines = static_cast<uint32_t>(engines_.size());
   for (uint32_t j : touched_) {
     used_[j] = 0;
     weight_[j] = 0;
@@ -268,35 +328,22 @@ void FlowMemorySystem::recompute(Picoseconds now) {
     state_[j] = 0;
   }
   touched_.clear();
-  auto touch = [this](uint32_t j, double w) {
-    if (state_[j] == 0) {
-      state_[j] = 1;
-      touched_.push_back(j);
-    }
-    weight_[j] += w;
-    ++unfrozen_[j];
-  };
   size_t open = 0;
   for (uint32_t f : active_) {
     Flow& flow = flows_[f];
     flow.rate = 0;
-    if (flow.remaining <= 0 || flow.engine_per_byte <= 0) {
-      flow.frozen = true;  // nothing to move: done now
-      continue;
-    }
-    flow.frozen = false;
+    flow.frozen = flow.remaining <= 0 || flow.terms.empty();  // nothing to move: done now
+    if (flow.frozen) continue;
     ++open;
-    touch(flow.engine, flow.engine_per_byte);
-    if (flow.hbm_factor > 0) {
-      if (flow.round_trip > 0) touch(engines + flow.engine, flow.round_trip);
-      touch(2 * engines + flow.stack, flow.hbm_factor);
+    for (const Term& term : flow.terms) {
+      if (state_[term.constraint] == 0) {
+        state_[term.constraint] = 1;
+        touched_.push_back(term.constraint);
+      }
+      weight_[term.constraint] += term.coefficient;
+      ++unfrozen_[term.constraint];
     }
   }
-  auto coefficient = [&](const Flow& flow, uint32_t j) {
-    if (j < engines) return flow.engine_per_byte;
-    if (j < 2 * engines) return flow.round_trip;
-    return flow.hbm_factor;
-  };
   while (open > 0) {
     double level = std::numeric_limits<double>::infinity();
     for (uint32_t j : touched_) {
@@ -310,21 +357,16 @@ void FlowMemorySystem::recompute(Picoseconds now) {
     for (uint32_t f : active_) {
       Flow& flow = flows_[f];
       if (flow.frozen) continue;
-      const uint32_t js[3] = {
-          flow.engine, flow.hbm_factor > 0 && flow.round_trip > 0 ? engines + flow.engine : kNone,
-          flow.hbm_factor > 0 ? 2 * engines + flow.stack : kNone};
       bool bound = false;
-      for (uint32_t j : js) bound = bound || (j != kNone && state_[j] == 2);
+      for (const Term& term : flow.terms) bound = bound || state_[term.constraint] == 2;
       if (!bound) continue;
       flow.frozen = true;
       flow.rate = level;
       --open;
-      for (uint32_t j : js) {
-        if (j == kNone) continue;
-        const double a = coefficient(flow, j);
-        used_[j] += a * level;
-        weight_[j] -= a;
-        --unfrozen_[j];
+      for (const Term& term : flow.terms) {
+        used_[term.constraint] += term.coefficient * level;
+        weight_[term.constraint] -= term.coefficient;
+        --unfrozen_[term.constraint];
       }
     }
   }

@@ -26,19 +26,26 @@
 //     dma_chunk_bytes; a round trip is hbm_latency_ns + CL (CWL for a write, the larger for
 //     both) + one interleave unit at one pseudo-channel's share of the stack peak, the unloaded
 //     time of a chunk whose pieces go to different pseudo-channels in parallel;
-//   - HBM: on each stack (cores share stacks by hbm.cores_per_stack), the sum of the rates of
-//     the flows touching it, counted twice for a flow that reads and writes HBM, is at most
-//     HbmModel::stack_peak_bytes_per_ns().
+//   - HBM: on each pseudo-channel of each stack (cores share stacks by hbm.cores_per_stack),
+//     the bytes per ps the flows put on it are at most its share of
+//     HbmModel::stack_peak_bytes_per_ns(). A flow spreads its bytes over pseudo-channels as the
+//     address map does (HbmModel::locate: interleave_bytes units round-robin): the spread is a
+//     histogram of its descriptors' HBM ranges, computed once when the transfer becomes ready
+//     (from at most kSampledDescriptors descriptors per part, evenly spaced, when it has more).
+//     A flow that reads and writes HBM counts on both sides' channels (its bytes twice, as
+//     hbm_bytes does). So a transfer whose partitions sit a multiple of interleave_bytes x
+//     pseudo_channels apart (rows of 16 KiB, say) is held to the few channels it touches, as
+//     in the detailed model, while a contiguous stream reaches the stack's peak.
 // Rates are recomputed only when the set of active flows changes (a transfer becomes ready, a
 // part finishes); in between every flow's remaining bytes fall at its rate. A transfer that
 // touches HBM completes hbm_latency_ns + CL (reads; CWL for writes, the larger when both) after
 // its last byte moved: the round trip of its last piece, which holds no engine.
 //
-// Assumptions (docs/architecture.md, docs/validation.md): streaming HBM reaches its peak: no
-// row-buffer misses or conflicts, no refresh, no read/write turnaround, no address-map
-// imbalance between pseudo-channels. HBM counters: read and written bytes and the data-bus busy
-// time (bytes at one pseudo-channel's rate) are kept; row hits, misses, conflicts, refresh
-// stalls and turnarounds are not modelled and stay zero (stats.json leaves them out).
+// Assumptions (docs/architecture.md, docs/validation.md): a pseudo-channel with work streams
+// at its peak: no row-buffer misses or conflicts, no bank or bank-group timing, no refresh, no
+// read/write turnaround, no FR-FCFS reordering. HBM counters: read and written bytes and the
+// data-bus busy time (bytes at one pseudo-channel's rate) are kept; row hits, misses, conflicts,
+// refresh stalls and turnarounds are not modelled and stay zero (stats.json leaves them out).
 //
 // Cost: a few events per transfer (ready, parts finishing, completion) and one rate
 // computation per change of the active set, independent of the bytes moved.
@@ -87,19 +94,25 @@ class FlowMemorySystem {
     uint32_t id;
     bool operator>(const Event& o) const { return time != o.time ? time > o.time : seq > o.seq; }
   };
+  // Descriptors per part the pseudo-channel spread is computed from, at most.
+  static constexpr uint64_t kSampledDescriptors = 256;
+  struct Term {  // a flow's use of one constraint: coefficient x rate
+    uint32_t constraint;
+    double coefficient;
+  };
   struct Flow {  // one engine's part of one transfer
     uint32_t transfer = 0;
-    uint32_t engine = 0;  // global: core * dma_engines + engine
-    uint32_t stack = 0;
-    uint32_t next = kNone;       // next part in its (engine, hardware queue)
-    uint32_t active_at = 0;      // index in active_ while active
-    double remaining = 0;        // bytes
-    double engine_per_byte = 0;  // engine ps per byte
-    double hbm_factor = 0;       // 0: no HBM; 1: reads or writes; 2: both
-    double round_trip = 0;       // ps a chunk of it holds a window slot (0: no HBM)
-    double rate = 0;             // bytes per ps
-    int64_t finish = kNever;     // when it finishes at its current rate
-    Picoseconds engine_time;     // busy time it costs its engine
+    uint32_t engine = 0;     // global: core * dma_engines + engine
+    uint32_t next = kNone;   // next part in its (engine, hardware queue)
+    uint32_t active_at = 0;  // index in active_ while active
+    double remaining = 0;    // bytes
+    double hbm_factor = 0;   // 0: no HBM; 1: reads or writes; 2: both
+    // Engine time (ps per byte), window (round-trip ps: bytes in flight per byte per ps) and
+    // pseudo-channels (share of the bytes on each).
+    std::vector<Term> terms;
+    double rate = 0;          // bytes per ps
+    int64_t finish = kNever;  // when it finishes at its current rate
+    Picoseconds engine_time;  // busy time it costs its engine
     uint64_t bytes = 0;
     bool frozen = false;
   };
@@ -123,12 +136,19 @@ class FlowMemorySystem {
   void finish(uint32_t flow, Picoseconds now);
   void advance(Picoseconds now);
   void recompute(Picoseconds now);
+  // Adds the pseudo-channel spread of descriptors [first, end) of one side of `t` to
+  // channel_bytes_.
+  void spread(const DmaTransfer& t, bool write, uint64_t first, uint64_t end);
 
   const isa::ArchConfig& arch_;
   uint32_t cores_;
   uint32_t cores_per_stack_;
-  double stack_peak_;    // bytes per ps
-  double window_bytes_;  // an engine's outstanding window: chunks x chunk bytes
+  uint32_t channels_;    // pseudo-channels per stack
+  uint64_t core_bytes_;  // a core's HBM address space: cores sharing a stack sit side by side
+  std::vector<uint64_t> channel_bytes_;  // scratch of spread()
+  std::vector<double> channel_share_;    // scratch of on_ready()
+  double stack_peak_;                    // bytes per ps
+  double window_bytes_;                  // an engine's outstanding window: chunks x chunk bytes
   double read_round_trip_, write_round_trip_;  // ps, of one chunk through HBM
   Picoseconds read_tail_, write_tail_;
   double bus_ps_per_byte_;  // one pseudo-channel's data bus
@@ -148,7 +168,7 @@ class FlowMemorySystem {
   bool changed_ = false;          // the active set changed since the last rate computation
   Picoseconds last_;              // remaining bytes are as of this time
   int64_t next_finish_ = kNever;
-  // Progressive filling scratch, per constraint: engines' time, engines' window, stacks.
+  // Progressive filling scratch, per constraint: engines' time, engines' window, pseudo-channels.
   std::vector<double> cap_, used_, weight_, level_;
   std::vector<uint32_t> unfrozen_;  // flows of the constraint not yet given their rate
   std::vector<uint8_t> state_;      // 0 untouched, 1 touched, 2 saturated
