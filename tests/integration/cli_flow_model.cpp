@@ -70,3 +70,30 @@ TEST_CASE("the flow memory model gives byte-identical outputs run after run") {
   CHECK(trnsim_test::slurp(a.out + "/trace.json") == trnsim_test::slurp(b.out + "/trace.json"));
   CHECK(a.stats["summary"] == b.stats["summary"]);
 }
+
+TEST_CASE("dma_flow_model works from an arch file and in a sweep") {
+  using trnsim_test::fresh_dir;
+  using trnsim_test::read_json;
+  using trnsim_test::write_file;
+  const std::string dir = fresh_dir("flow_arch_sweep");
+  const std::string arch =
+      write_file(dir, "flow.json",
+                 R"({"base": "trn2", "parameters": {"dma_flow_model": {"value": true, "unit": "",)"
+                 R"( "source": "model choice: flow"}}})");
+  const auto run = trnsim_test::run_ok(
+      example("rmsnorm.json"), "--timing-only --no-report --arch " + arch, "flow_arch_file");
+  CHECK(run.stats["memory_model"]["name"] == "flow");
+
+  write_file(dir, "s.json",
+             R"({"workloads": ")" + example("rmsnorm.json") +
+                 R"(", "grid": {"dma_flow_model": [false, true]}})");
+  const auto r = trnsim_test::trnsim("sweep " + dir + "/s.json --out " + dir + "/o", dir);
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  const auto points = read_json(dir + "/o/results.json")["points"];
+  REQUIRE(points.size() == 2);
+  const double detailed = points[0]["total_time_us"].get<double>();
+  const double flow = points[1]["total_time_us"].get<double>();
+  CHECK(flow != detailed);
+  CHECK(std::fabs(flow - detailed) / detailed <= kTolerance);
+}
