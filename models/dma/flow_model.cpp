@@ -196,6 +196,24 @@ void FlowMemorySystem::on_ready(uint32_t id, Picoseconds now) {
   const double round_trip = !reads && !writes ? 0.0
                                               : std::max(reads ? read_round_trip_ : 0.0,
                                                          writes ? write_round_trip_ : 0.0);
+  // When one part's HBM addresses are another's shifted by whole rounds over the
+  // pseudo-channels (rows 16 KiB apart, 8 rows of 1 KiB, ...), the parts with as many
+  // partitions have the same spread: it is computed once.
+  const uint64_t period =
+      static_cast<uint64_t>(std::max(1u, arch_.hbm.interleave_bytes)) * channels_;
+  const bool transpose =
+      t.instruction->dma_transpose || t.instruction->opcode == isa::Opcode::dma_transpose;
+  auto shifts_by_rounds = [&](const isa::AccessPattern& ap) {
+    const uint64_t part_shift =
+        transpose
+            ? uint64_t{plan.partitions_per_engine} * plan.runs_per_partition * plan.run_bytes
+            : uint64_t{plan.partitions_per_engine} *
+                  static_cast<uint64_t>(std::llabs(ap.partition_stride)) * isa::size_of(ap.dtype);
+    return part_shift % period == 0;
+  };
+  const bool same_spread = (!reads || shifts_by_rounds(t.instruction->src[0])) &&
+                           (!writes || shifts_by_rounds(t.instruction->dst));
+  uint32_t cached_count = 0;  // partitions of the part whose spread cached_terms_ holds
   uint32_t parts = 0;
   for (uint32_t i = 0; i < plan.engines; ++i) {
     const uint32_t first = i * plan.partitions_per_engine;
@@ -225,7 +243,9 @@ void FlowMemorySystem::on_ready(uint32_t id, Picoseconds now) {
       const double bytes = static_cast<double>(flow.bytes);
       flow.terms.push_back({flow.engine, static_cast<double>(flow.engine_time.value) / bytes});
       if (round_trip > 0) flow.terms.push_back({engines + flow.engine, round_trip});
-      if (reads || writes) {
+      if ((reads || writes) && same_spread && cached_count == count) {
+        flow.terms.insert(flow.terms.end(), cached_terms_.begin(), cached_terms_.end());
+      } else if (reads || writes) {
         // Each side spreads the same bytes over pseudo-channels: the shares of one side sum
         // to 1, of both to 2.
         std::fill(channel_bytes_.begin(), channel_bytes_.end(), 0);
@@ -239,6 +259,10 @@ void FlowMemorySystem::on_ready(uint32_t id, Picoseconds now) {
         for (uint32_t c = 0; c < channels_; ++c) {
           if (channel_bytes_[c] == 0) continue;
           flow.terms.push_back({first_channel + c, static_cast<double>(channel_bytes_[c]) * scale});
+        }
+        if (same_spread && cached_count == 0) {
+          cached_terms_.assign(flow.terms.begin() + (round_trip > 0 ? 2 : 1), flow.terms.end());
+          cached_count = count;
         }
       }
     }

@@ -146,6 +146,7 @@ class FlowMemorySystem {
   uint32_t channels_;    // pseudo-channels per stack
   uint64_t core_bytes_;  // a core's HBM address space: cores sharing a stack sit side by side
   std::vector<uint64_t> channel_bytes_;  // scratch of spread()
+  std::vector<Term> cached_terms_;       // scratch of on_ready(): one part's channel terms
   std::vector<double> channel_share_;    // scratch of on_ready()
   double stack_peak_;                    // bytes per ps
   double window_bytes_;                  // an engine's outstanding window: chunks x chunk bytes
