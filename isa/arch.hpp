@@ -93,6 +93,10 @@ struct ArchConfig {
   // dma_engine_outstanding_chunks chunks waiting for HBM.
   uint32_t dma_chunk_bytes{};
   uint32_t dma_engine_outstanding_chunks{};
+  // Memory-system model choice: false (the default) runs the detailed model above (chunks on
+  // the DMA engines, HBM pieces through FR-FCFS schedulers); true runs the flow-level (fluid)
+  // model of models/dma/flow_model.hpp, whose cost is per transfer instead of per byte.
+  bool dma_flow_model{};
   // A hardware-generated (DGE) DMA instruction's cost, charged to the issuing engine for a
   // dma_copy with `dge` set; 0 means the preset has no DGE.
   double dma_dge_instruction_ns{};

@@ -92,6 +92,8 @@ const std::vector<Parameter> kParameters = {
                  "DMA engine chunk between queue arbitrations"),
     TRNSIM_PARAM("dma_engine_outstanding_chunks", dma_engine_outstanding_chunks, K::integer, 1,
                  1024, "chunks", "chunks a DMA engine keeps waiting for HBM"),
+    TRNSIM_PARAM("dma_flow_model", dma_flow_model, K::flag, 0, 1, "",
+                 "flow-level (fluid) DMA/HBM model instead of chunks and HBM pieces"),
     TRNSIM_PARAM("dma_dge_instruction_ns", dma_dge_instruction_ns, K::real, 0, 1e6, "ns",
                  "DGE DMA instruction cost (0: no DGE)"),
     TRNSIM_PARAM("dma_transpose_hbm_fraction", dma_transpose_hbm_fraction, K::real, 0.01, 1, "",

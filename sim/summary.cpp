@@ -103,6 +103,21 @@ MemoryFigures memory_figures(const RunReport& r) {
 
 }  // namespace
 
+namespace {
+json memory_model_json(const RunReport& r) {
+  if (!r.result.flow_memory_model) {
+    return {{"name", "detailed"},
+            {"note", "DMA engines move chunks; HBM pieces go through FR-FCFS schedulers"}};
+  }
+  return {{"name", "flow"},
+          {"note",
+           "dma_flow_model=true: transfers share DMA engines and HBM stack peaks as fluid flows "
+           "(max-min fair rates). HBM read/write bytes are counted; row-buffer hits, misses and "
+           "conflicts, column accesses, refresh stalls and read/write turnarounds are not "
+           "modelled, so the hbm_row_* and related summary fields are left out"}};
+}
+}  // namespace
+
 json stats_json(const RunReport& r) {
   const StatsCollector& s = r.stats;
   json summary;
@@ -144,13 +159,17 @@ json stats_json(const RunReport& r) {
   summary["hbm_achieved_bytes_per_second"] = mf.hbm_achieved * 1e9;
   summary["hbm_achieved_percent_of_peak"] = mf.percent_of_hbm_peak();
   const models::HbmCounters& hc = r.result.hbm;
-  summary["hbm_row_buffer_hit_rate"] = hc.row_hit_rate();
-  summary["hbm_column_accesses"] = hc.column_accesses;
-  summary["hbm_row_hits"] = hc.row_hits;
-  summary["hbm_row_misses"] = hc.row_misses;
-  summary["hbm_row_conflicts"] = hc.row_conflicts;
-  summary["hbm_refresh_stalls"] = hc.refresh_stalls;
-  summary["hbm_read_write_turnarounds"] = hc.turnarounds;
+  // The flow memory model has no rows, refresh or turnarounds: it leaves those counters out
+  // rather than report zeros (memory_model says so).
+  if (!r.result.flow_memory_model) {
+    summary["hbm_row_buffer_hit_rate"] = hc.row_hit_rate();
+    summary["hbm_column_accesses"] = hc.column_accesses;
+    summary["hbm_row_hits"] = hc.row_hits;
+    summary["hbm_row_misses"] = hc.row_misses;
+    summary["hbm_row_conflicts"] = hc.row_conflicts;
+    summary["hbm_refresh_stalls"] = hc.refresh_stalls;
+    summary["hbm_read_write_turnarounds"] = hc.turnarounds;
+  }
   const std::pair<const char*, isa::Memory> memories[] = {
       {"hbm", isa::Memory::hbm}, {"sbuf", isa::Memory::sbuf}, {"psum", isa::Memory::psum}};
   for (const auto& [name, m] : memories) {
@@ -197,6 +216,7 @@ json stats_json(const RunReport& r) {
           {"key_averages", profile.value("key_averages", json::array())},
           {"choices", r.kernel.choices},
           {"check", check},
+          {"memory_model", memory_model_json(r)},
           {"arch", arch_json(r.arch)}};
 }
 
@@ -262,11 +282,13 @@ std::string summary_text(const RunReport& r) {
       mf.dma_achieved, mf.percent_of_limit(), mf.limit, mf.dma_peak, mf.hbm_peak);
   const models::HbmCounters& hc = r.result.hbm;
   out += fmt::format(
-      "HBM read {}, written {}, {:.0f} GB/s = {:.1f}% of {} stack{} peak; row-buffer hit rate "
-      "{:.1f}%\n",
+      "HBM read {}, written {}, {:.0f} GB/s = {:.1f}% of {} stack{} peak; {}\n",
       bytes_text(s.traffic(isa::Memory::hbm).read), bytes_text(s.traffic(isa::Memory::hbm).written),
       mf.hbm_achieved, mf.percent_of_hbm_peak(), r.result.hbm_stacks,
-      r.result.hbm_stacks == 1 ? "'s" : "s'", 100.0 * hc.row_hit_rate());
+      r.result.hbm_stacks == 1 ? "'s" : "s'",
+      r.result.flow_memory_model
+          ? std::string("flow memory model (dma_flow_model): row buffers not modelled")
+          : fmt::format("row-buffer hit rate {:.1f}%", 100.0 * hc.row_hit_rate()));
   // The queues, at most four lines; stats.json has all of them.
   size_t shown = 0, total_queues = 0;
   for (uint32_t c = 0; c < s.cores(); ++c) {

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <numeric>
 
+#include "models/dma/flow_model.hpp"
+
 namespace trnsim::models {
 
 DmaPlan plan_transfer(const isa::Instruction& dma, const isa::ArchConfig& arch) {
@@ -63,6 +65,10 @@ MemorySystem::MemorySystem(const isa::ArchConfig& arch, uint32_t cores, size_t m
       cores_(cores == 0 ? 1 : cores),
       lookahead_(max(from_ns(arch.dma_start_latency_ns), Picoseconds(1))),
       hbm_(arch, (cores_ + arch.hbm.cores_per_stack - 1) / std::max(1u, arch.hbm.cores_per_stack)) {
+  if (arch.dma_flow_model) {
+    flow_ = std::make_unique<FlowMemorySystem>(arch, cores_, max_transfers, hbm_);
+    return;
+  }
   events_.reserve(4096);
   // Grown as needed up to the transfers in flight at once (ids are reused): only the count's
   // order of magnitude is reserved.
@@ -82,7 +88,36 @@ MemorySystem::MemorySystem(const isa::ArchConfig& arch, uint32_t cores, size_t m
   completions_.reserve(std::min<size_t>(max_transfers, 4096));
 }
 
+MemorySystem::~MemorySystem() = default;
+
+uint64_t MemorySystem::flow_events() const {
+  return flow_->events_processed();
+}
+const std::vector<uint32_t>& MemorySystem::flow_completions() const {
+  return flow_->completions();
+}
+const DmaTransfer& MemorySystem::flow_transfer(uint32_t id) const {
+  return flow_->transfer(id);
+}
+size_t MemorySystem::transfer_count() const {
+  return flow_ ? flow_->transfer_count() : submitted_;
+}
+size_t MemorySystem::incomplete() const {
+  return flow_ ? flow_->incomplete() : submitted_ - completed_;
+}
+const HbmCounters& MemorySystem::hbm_counters() const {
+  return flow_ ? flow_->hbm_counters() : hbm_.counters();
+}
+Picoseconds MemorySystem::engine_busy(uint32_t core, uint32_t engine) const {
+  if (flow_) return flow_->engine_busy(core, engine);
+  return engines_[core * arch_.dma_engines + engine].busy;
+}
+
 void MemorySystem::consume_completions() {
+  if (flow_) {
+    flow_->consume_completions();
+    return;
+  }
   free_transfers_.insert(free_transfers_.end(), completions_.begin(), completions_.end());
   completions_.clear();
 }
@@ -93,11 +128,13 @@ void MemorySystem::schedule(Picoseconds t, EventKind kind, uint32_t id) {
 }
 
 Picoseconds MemorySystem::next_event_time() const {
+  if (flow_) return flow_->next_event_time();
   return Picoseconds(events_.empty() ? kNever : events_.front().time);
 }
 
 uint32_t MemorySystem::submit(uint32_t core, const isa::Instruction& dma, const DmaPlan& plan,
                               uint32_t index, Picoseconds issued) {
+  if (flow_) return flow_->submit(core, dma, plan, index, issued);
   uint32_t id = static_cast<uint32_t>(transfers_.size());
   if (!free_transfers_.empty()) {
     id = free_transfers_.back();
@@ -128,6 +165,10 @@ uint32_t MemorySystem::submit(uint32_t core, const isa::Instruction& dma, const 
 }
 
 void MemorySystem::run_until(Picoseconds horizon) {
+  if (flow_) {
+    flow_->run_until(horizon);
+    return;
+  }
   while (!events_.empty() && events_.front().time < horizon.value) {
     std::pop_heap(events_.begin(), events_.end(), std::greater<Event>());
     const Event e = events_.back();

@@ -16,9 +16,14 @@
 // transfer queued ahead of it on the same queue (in-order completion, D1).
 //
 // The model is event-driven: its cost grows with chunks and HBM pieces, not with cycles.
+//
+// With the arch flag dma_flow_model set, MemorySystem forwards everything to the flow-level
+// model of models/dma/flow_model.hpp instead (same interface, same transfer semantics, cost per
+// transfer rather than per byte, no row-buffer effects).
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "isa/arch.hpp"
@@ -73,11 +78,18 @@ struct DmaQueueCounters {
   uint64_t transfers = 0;
 };
 
+class FlowMemorySystem;
+
 class MemorySystem {
  public:
   // `max_transfers`: how many transfers the run will submit (sizes the tables up front, so
   // that the event path does not allocate).
   MemorySystem(const isa::ArchConfig& arch, uint32_t cores, size_t max_transfers);
+  ~MemorySystem();
+  MemorySystem(const MemorySystem&) = delete;
+  MemorySystem& operator=(const MemorySystem&) = delete;
+  // The flow-level model runs (arch.dma_flow_model).
+  bool flow_model() const { return flow_ != nullptr; }
 
   // A DMA trigger completed at `issued`. Returns the transfer's id.
   uint32_t submit(uint32_t core, const isa::Instruction& dma, const DmaPlan& plan, uint32_t index,
@@ -89,27 +101,33 @@ class MemorySystem {
   // Runs until nothing is left to do (plain C++ callers: tests, benchmarks).
   void run_to_completion() { run_until(Picoseconds(kNever)); }
   Picoseconds next_event_time() const;
-  // Internal events (transfer ready, engine free, HBM decision, chunk done) processed so far:
-  // the memory system's share of the simulation's work, for bench/.
-  uint64_t events_processed() const { return events_processed_; }
+  // Internal events (transfer ready, engine free, HBM decision, chunk done; in the flow model:
+  // transfer ready, rate changes, transfer done) processed so far: the memory system's share
+  // of the simulation's work, for bench/.
+  uint64_t events_processed() const { return flow_ ? flow_events() : events_processed_; }
   Picoseconds lookahead() const { return lookahead_; }
 
   // Completed transfers in completion order (times never decrease). The caller delivers them
   // and calls consume_completions() once it has delivered all of them; their ids (and table
   // entries) are then reused, so the tables hold the transfers in flight, not the whole run.
-  const std::vector<uint32_t>& completions() const { return completions_; }
+  const std::vector<uint32_t>& completions() const {
+    return flow_ ? flow_completions() : completions_;
+  }
   void consume_completions();
 
   // A transfer by id: valid from submit() until its completion is consumed.
-  const DmaTransfer& transfer(uint32_t id) const { return transfers_[id]; }
-  size_t transfer_count() const { return submitted_; }
-  size_t incomplete() const { return submitted_ - completed_; }
+  const DmaTransfer& transfer(uint32_t id) const {
+    return flow_ ? flow_transfer(id) : transfers_[id];
+  }
+  size_t transfer_count() const;
+  size_t incomplete() const;
+  // The HBM stacks (stacks(), stack_peak_bytes_per_ns()). Its counters are the detailed
+  // model's: use hbm_counters(), which holds the flow model's when that runs.
   const HbmModel& hbm() const { return hbm_; }
+  const HbmCounters& hbm_counters() const;
   uint32_t cores() const { return cores_; }
   // Busy time of DMA engine `engine` of `core` (chunks moving), for statistics.
-  Picoseconds engine_busy(uint32_t core, uint32_t engine) const {
-    return engines_[core * arch_.dma_engines + engine].busy;
-  }
+  Picoseconds engine_busy(uint32_t core, uint32_t engine) const;
 
  private:
   static constexpr uint32_t kNone = UINT32_MAX;
@@ -154,6 +172,9 @@ class MemorySystem {
     uint32_t tail = kNone;
   };
 
+  uint64_t flow_events() const;
+  const std::vector<uint32_t>& flow_completions() const;
+  const DmaTransfer& flow_transfer(uint32_t id) const;
   void schedule(Picoseconds t, EventKind kind, uint32_t id);
   void on_ready(uint32_t transfer, Picoseconds now);
   void on_engine_free(uint32_t engine, Picoseconds now);
@@ -181,6 +202,7 @@ class MemorySystem {
   std::vector<QueueOrder> queue_order_;
   std::vector<uint32_t> completions_;
   size_t completed_ = 0;
+  std::unique_ptr<FlowMemorySystem> flow_;  // set: every call goes there
 };
 
 }  // namespace trnsim::models

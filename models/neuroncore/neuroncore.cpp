@@ -242,7 +242,8 @@ SimulationResult simulate(const isa::Program& program, const isa::ArchConfig& ar
   result.completed = result.deadlock.empty() && memory_system.incomplete() == 0 &&
                      (host == nullptr || host->finished());
   result.cores = cores;
-  result.hbm = memory_system.hbm().counters();
+  result.hbm = memory_system.hbm_counters();
+  result.flow_memory_model = memory_system.flow_model();
   result.memory_system_events = memory_system.events_processed();
   result.hbm_stacks = memory_system.hbm().stacks();
   result.hbm_stack_peak_bytes_per_ns = memory_system.hbm().stack_peak_bytes_per_ns();

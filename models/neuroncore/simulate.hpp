@@ -21,6 +21,9 @@ struct SimulationResult {
   std::string deadlock;    // when !completed: what each blocked engine waits for
   uint32_t cores = 1;
   HbmCounters hbm;  // the memory system's DRAM-side counters
+  // The flow-level memory model ran (arch.dma_flow_model): hbm holds bytes and bus time only,
+  // no row-buffer, refresh or turnaround counts.
+  bool flow_memory_model = false;
   uint32_t hbm_stacks = 1;
   double hbm_stack_peak_bytes_per_ns = 0;
   std::vector<Picoseconds> dma_engine_busy;  // per core, summed over its DMA engines

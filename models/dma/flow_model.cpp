@@ -1,0 +1,411 @@
+#include "models/dma/flow_model.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+namespace trnsim::models {
+
+FlowMemorySystem::FlowMemorySystem(const isa::ArchConfig& arch, uint32_t cores,
+                                   size_t max_transfers, const HbmModel& hbm)
+    : arch_(arch),
+      cores_(cores == 0 ? 1 : cores),
+      cores_per_stack_(std::max(1u, arch.hbm.cores_per_stack)),
+      channels_(std::max(1u, arch.hbm.pseudo_channels)),
+      core_bytes_(arch.hbm_capacity_bytes),
+      channel_bytes_(channels_, 0),
+      stack_peak_(hbm.stack_peak_bytes_per_ns() / 1000.0),
+      window_bytes_(static_cast<double>(std::max(1u, arch.dma_engine_outstanding_chunks)) *
+                    std::max(1u, arch.dma_chunk_bytes)),
+      read_tail_(from_ns(arch.hbm_latency_ns + arch.hbm.t_cl)),
+      write_tail_(from_ns(arch.hbm_latency_ns + arch.hbm.t_cwl)) {
+  // One pseudo-channel's share of the stack peak, bytes per ps.
+  const double channel = stack_peak_ / channels_;
+  bus_ps_per_byte_ = channel > 0 ? 1.0 / channel : 0.0;
+  const double unit_ps = static_cast<double>(arch.hbm.interleave_bytes) * bus_ps_per_byte_;
+  read_round_trip_ = static_cast<double>(read_tail_.value) + unit_ps;
+  write_round_trip_ = static_cast<double>(write_tail_.value) + unit_ps;
+
+  const size_t engines = static_cast<size_t>(cores_) * arch.dma_engines;
+  engines_.resize(engines);
+  for (auto& e : engines_) e.queues.resize(std::max(1u, arch.dma_queues_per_engine));
+  queue_order_.resize(static_cast<size_t>(cores_) * std::max(arch.dma_queues, 1u));
+  const size_t reserve = std::min<size_t>(max_transfers, 4096);
+  transfers_.reserve(reserve);
+  completions_.reserve(reserve);
+  flows_.reserve(reserve);
+  events_.reserve(1024);
+  const size_t channels = static_cast<size_t>(hbm.stacks()) * channels_;
+  const size_t constraints = 2 * engines + channels;
+  cap_.assign(constraints, 0.0);
+  used_.assign(constraints, 0.0);
+  weight_.assign(constraints, 0.0);
+  level_.assign(constraints, 0.0);
+  unfrozen_.assign(constraints, 0);
+  state_.assign(constraints, 0);
+  for (size_t e = 0; e < engines; ++e) {
+    cap_[e] = 1.0;                      // engine ps per ps
+    cap_[engines + e] = window_bytes_;  // bytes in flight
+  }
+  for (size_t c = 0; c < channels; ++c) cap_[2 * engines + c] = channel;
+}
+
+void FlowMemorySystem::schedule(Picoseconds t, EventKind kind, uint32_t id) {
+  events_.push_back(Event{t.value, seq_++, kind, id});
+  std::push_heap(events_.begin(), events_.end(), std::greater<Event>());
+}
+
+Picoseconds FlowMemorySystem::next_event_time() const {
+  const int64_t heap = events_.empty() ? kNever : events_.front().time;
+  // A pending rate computation happens at the time of the change that asked for it, which
+  // run_until has already reached: it is never later than last_.
+  const int64_t pending = changed_ ? last_.value : kNever;
+  return Picoseconds(std::min({heap, next_finish_, pending}));
+}
+
+void FlowMemorySystem::consume_completions() {
+  free_transfers_.insert(free_transfers_.end(), completions_.begin(), completions_.end());
+  completions_.clear();
+}
+
+uint32_t FlowMemorySystem::submit(uint32_t core, const isa::Instruction& dma, const DmaPlan& plan,
+                                  uint32_t index, Picoseconds issued) {
+  uint32_t id = static_cast<uint32_t>(transfers_.size());
+  if (!free_transfers_.empty()) {
+    id = free_transfers_.back();
+    free_transfers_.pop_back();
+  }
+  ++submitted_;
+  DmaTransfer t;
+  t.instruction = &dma;
+  t.plan = &plan;
+  t.core = core;
+  t.queue = dma.dma_queue;
+  t.index = index;
+  t.issued = issued;
+  if (id == transfers_.size()) {
+    transfers_.push_back(t);
+  } else {
+    transfers_[id] = t;
+  }
+  QueueOrder& order = queue_order_[core * std::max(arch_.dma_queues, 1u) + dma.dma_queue];
+  if (order.tail == kNone) {
+    order.head = id;
+  } else {
+    transfers_[order.tail].next_in_queue = id;
+  }
+  order.tail = id;
+  schedule(issued + from_ns(arch_.dma_start_latency_ns), EventKind::transfer_ready, id);
+  return id;
+}
+
+void FlowMemorySystem::run_until(Picoseconds horizon) {
+  for (;;) {
+    const int64_t heap = events_.empty() ? kNever : events_.front().time;
+    int64_t t = std::min(heap, next_finish_);
+    if (changed_) t = std::min(t, last_.value);
+    if (t == kNever || t >= horizon.value) return;
+    const Picoseconds now(t);
+    advance(now);
+    while (!events_.empty() && events_.front().time == t) {
+      std::pop_heap(events_.begin(), events_.end(), std::greater<Event>());
+      const Event e = events_.back();
+      events_.pop_back();
+      ++events_processed_;
+      if (e.kind == EventKind::transfer_ready) {
+        on_ready(e.id, now);
+      } else {
+        on_done(e.id, now);
+      }
+    }
+    if (next_finish_ <= t) {
+      finishing_.clear();
+      for (uint32_t f : active_) {
+        if (flows_[f].finish <= t) finishing_.push_back(f);
+      }
+      // In flow-id order, so that the order does not depend on the active list's history.
+      std::sort(finishing_.begin(), finishing_.end());
+      for (uint32_t f : finishing_) finish(f, now);
+      next_finish_ = kNever;
+      for (uint32_t f : active_) next_finish_ = std::min(next_finish_, flows_[f].finish);
+    }
+    if (changed_) {
+      ++events_processed_;
+      recompute(now);
+    }
+  }
+}
+
+void FlowMemorySystem::advance(Picoseconds now) {
+  const double dt = static_cast<double>(now.value - last_.value);
+  last_ = now;
+  if (dt <= 0) return;
+  for (uint32_t f : active_) {
+    Flow& flow = flows_[f];
+    flow.remaining = std::max(0.0, flow.remaining - flow.rate * dt);
+  }
+}
+
+void FlowMemorySystem::spread(const DmaTransfer& t, bool write, uint64_t first, uint64_t end) {
+  const DmaPlan& plan = *t.plan;
+  const isa::Instruction& in = *t.instruction;
+  const isa::AccessPattern& ap = write ? in.dst : in.src[0];
+  const uint64_t unit = std::max(1u, arch_.hbm.interleave_bytes);
+  const uint64_t period = unit * channels_;
+  const uint64_t base = (t.core % cores_per_stack_) * core_bytes_;
+  // Only the position within one round over the pseudo-channels matters.
+  auto range = [&](uint64_t a, uint64_t len, uint64_t weight) {
+    if (len >= period) {  // whole rounds over every pseudo-channel
+      const uint64_t rounds = len / period;
+      for (uint64_t& b : channel_bytes_) b += weight * rounds * unit;
+      len -= rounds * period;
+    }
+    a = (a + base) % period;
+    uint64_t c = a / unit;
+    uint64_t in_unit = a - c * unit;
+    while (len > 0) {
+      const uint64_t take = std::min(len, unit - in_unit);
+      channel_bytes_[c] += weight * take;
+      len -= take;
+      in_unit = 0;
+      if (++c == channels_) c = 0;
+    }
+  };
+  // A transposing transfer reads its HBM block in descriptor order: one contiguous range.
+  if (in.dma_transpose || in.opcode == isa::Opcode::dma_transpose) {
+    range(ap.offset + first * plan.run_bytes, (end - first) * plan.run_bytes, 1);
+    return;
+  }
+  const uint64_t n = end - first;
+  const uint64_t step = (n + kSampledDescriptors - 1) / kSampledDescriptors;
+  // Sampled descriptors stand for the `step` of them they were picked from.
+  for (uint64_t d = first; d < end; d += step) {
+    range(run_address(ap, plan, d), plan.run_bytes, std::min(step, end - d));
+  }
+}
+
+void FlowMemorySystem::on_ready(uint32_t id, Picoseconds now) {
+  const DmaTransfer& t = transfers_[id];
+  const DmaPlan& plan = *t.plan;
+  const uint32_t hw_queue = t.queue % std::max(1u, arch_.dma_queues_per_engine);
+  const bool reads = plan.reads_hbm, writes = plan.writes_hbm;
+  const uint32_t engines = static_cast<uint32_t>(engines_.size());
+  const uint32_t first_channel = 2 * engines + (t.core / cores_per_stack_) * channels_;
+  const double per_descriptor_ns = arch_.dma_descriptor_overhead_ns +
+                                   static_cast<double>(plan.run_bytes) / plan.engine_bytes_per_ns;
+  const double round_trip = !reads && !writes ? 0.0
+                                              : std::max(reads ? read_round_trip_ : 0.0,
+                                                         writes ? write_round_trip_ : 0.0);
+  // When one part's HBM addresses are another's shifted by whole rounds over the
+  // pseudo-channels (rows 16 KiB apart, 8 rows of 1 KiB, ...), the parts with as many
+  // partitions have the same spread: it is computed once.
+  const uint64_t period =
+      static_cast<uint64_t>(std::max(1u, arch_.hbm.interleave_bytes)) * channels_;
+  const bool transpose =
+      t.instruction->dma_transpose || t.instruction->opcode == isa::Opcode::dma_transpose;
+  auto shifts_by_rounds = [&](const isa::AccessPattern& ap) {
+    const uint64_t part_shift =
+        transpose
+            ? uint64_t{plan.partitions_per_engine} * plan.runs_per_partition * plan.run_bytes
+            : uint64_t{plan.partitions_per_engine} *
+                  static_cast<uint64_t>(std::llabs(ap.partition_stride)) * isa::size_of(ap.dtype);
+    return part_shift % period == 0;
+  };
+  const bool same_spread = (!reads || shifts_by_rounds(t.instruction->src[0])) &&
+                           (!writes || shifts_by_rounds(t.instruction->dst));
+  uint32_t cached_count = 0;  // partitions of the part whose spread cached_terms_ holds
+  uint32_t parts = 0;
+  for (uint32_t i = 0; i < plan.engines; ++i) {
+    const uint32_t first = i * plan.partitions_per_engine;
+    if (first >= plan.partitions) break;
+    const uint32_t count = std::min(plan.partitions_per_engine, plan.partitions - first);
+    uint32_t fid = static_cast<uint32_t>(flows_.size());
+    if (free_flows_.empty()) {
+      flows_.emplace_back();
+    } else {
+      fid = free_flows_.back();
+      free_flows_.pop_back();
+    }
+    Flow& flow = flows_[fid];
+    flow.transfer = id;
+    flow.engine = t.core * arch_.dma_engines + (plan.first_engine + i) % arch_.dma_engines;
+    flow.next = kNone;
+    flow.bytes = static_cast<uint64_t>(count) * plan.runs_per_partition * plan.run_bytes;
+    // As plan_transfer computes the most loaded engine's time.
+    flow.engine_time =
+        from_ns(per_descriptor_ns * static_cast<double>(plan.runs_per_partition) * count);
+    flow.remaining = static_cast<double>(flow.bytes);
+    flow.hbm_factor = (reads ? 1.0 : 0.0) + (writes ? 1.0 : 0.0);
+    flow.rate = 0;
+    flow.finish = kNever;
+    flow.terms.clear();
+    if (flow.bytes > 0) {
+      const double bytes = static_cast<double>(flow.bytes);
+      flow.terms.push_back({flow.engine, static_cast<double>(flow.engine_time.value) / bytes});
+      if (round_trip > 0) flow.terms.push_back({engines + flow.engine, round_trip});
+      if ((reads || writes) && same_spread && cached_count == count) {
+        flow.terms.insert(flow.terms.end(), cached_terms_.begin(), cached_terms_.end());
+      } else if (reads || writes) {
+        // Each side spreads the same bytes over pseudo-channels: the shares of one side sum
+        // to 1, of both to 2.
+        std::fill(channel_bytes_.begin(), channel_bytes_.end(), 0);
+        const uint64_t d0 = first * plan.runs_per_partition;
+        const uint64_t d1 = (first + count) * plan.runs_per_partition;
+        if (reads) spread(t, false, d0, d1);
+        if (writes) spread(t, true, d0, d1);
+        uint64_t total = 0;
+        for (uint64_t b : channel_bytes_) total += b;
+        const double scale = total > 0 ? flow.hbm_factor / static_cast<double>(total) : 0.0;
+        for (uint32_t c = 0; c < channels_; ++c) {
+          if (channel_bytes_[c] == 0) continue;
+          flow.terms.push_back({first_channel + c, static_cast<double>(channel_bytes_[c]) * scale});
+        }
+        if (same_spread && cached_count == 0) {
+          cached_terms_.assign(flow.terms.begin() + (round_trip > 0 ? 2 : 1), flow.terms.end());
+          cached_count = count;
+        }
+      }
+    }
+    EngineQueue& q = engines_[flow.engine].queues[hw_queue];
+    ++parts;
+    if (q.tail == kNone) {
+      q.head = q.tail = fid;
+      activate(fid, now);
+    } else {
+      flows_[q.tail].next = fid;
+      q.tail = fid;
+    }
+  }
+  transfers_[id].parts_open = parts;
+  if (parts == 0) schedule(now, EventKind::transfer_done, id);
+}
+
+void FlowMemorySystem::activate(uint32_t f, Picoseconds now) {
+  Flow& flow = flows_[f];
+  flow.active_at = static_cast<uint32_t>(active_.size());
+  flow.rate = 0;
+  flow.finish = kNever;
+  active_.push_back(f);
+  changed_ = true;
+  DmaTransfer& t = transfers_[flow.transfer];
+  if (t.start.value == kNever) t.start = now;
+}
+
+void FlowMemorySystem::finish(uint32_t f, Picoseconds now) {
+  Flow& flow = flows_[f];
+  Engine& engine = engines_[flow.engine];
+  engine.busy = engine.busy + flow.engine_time;
+  DmaTransfer& t = transfers_[flow.transfer];
+  const DmaPlan& plan = *t.plan;
+  if (plan.reads_hbm) counters_.read_bytes += flow.bytes;
+  if (plan.writes_hbm) counters_.write_bytes += flow.bytes;
+  counters_.bus_busy =
+      counters_.bus_busy + Picoseconds(std::llround(static_cast<double>(flow.bytes) *
+                                                    flow.hbm_factor * bus_ps_per_byte_));
+  // Leave the active list (swap with the last).
+  const uint32_t last = active_.back();
+  active_[flow.active_at] = last;
+  flows_[last].active_at = flow.active_at;
+  active_.pop_back();
+  changed_ = true;
+  // The next part of its (engine, hardware queue) starts.
+  EngineQueue& q = engine.queues[t.queue % std::max(1u, arch_.dma_queues_per_engine)];
+  q.head = flow.next;
+  if (q.head == kNone) {
+    q.tail = kNone;
+  } else {
+    activate(q.head, now);
+  }
+  free_flows_.push_back(f);
+  if (--t.parts_open == 0) {
+    Picoseconds tail;
+    if (plan.reads_hbm) tail = read_tail_;
+    if (plan.writes_hbm) tail = max(tail, write_tail_);
+    schedule(now + tail, EventKind::transfer_done, flow.transfer);
+  }
+}
+
+void FlowMemorySystem::on_done(uint32_t id, Picoseconds now) {
+  DmaTransfer& t = transfers_[id];
+  t.data_done = true;
+  // In-order completion: release this queue's finished transfers from the head.
+  QueueOrder& order = queue_order_[t.core * std::max(arch_.dma_queues, 1u) + t.queue];
+  while (order.head != kNone && transfers_[order.head].data_done) {
+    DmaTransfer& done = transfers_[order.head];
+    done.completed = true;
+    done.end = now;
+    completions_.push_back(order.head);
+    ++completed_;
+    order.head = done.next_in_queue;
+  }
+  if (order.head == kNone) order.tail = kNone;
+}
+
+// Max-min fair rates by progressive filling: every flow not yet fixed rises at one common
+// level; when a constraint saturates, its flows keep the level as their rate.
+void FlowMemorySystem::recompute(Picoseconds now) {
+  changed_ = false;
+  for (uint32_t j : touched_) {
+    used_[j] = 0;
+    weight_[j] = 0;
+    unfrozen_[j] = 0;
+    state_[j] = 0;
+  }
+  touched_.clear();
+  size_t open = 0;
+  for (uint32_t f : active_) {
+    Flow& flow = flows_[f];
+    flow.rate = 0;
+    flow.frozen = flow.remaining <= 0 || flow.terms.empty();  // nothing to move: done now
+    if (flow.frozen) continue;
+    ++open;
+    for (const Term& term : flow.terms) {
+      if (state_[term.constraint] == 0) {
+        state_[term.constraint] = 1;
+        touched_.push_back(term.constraint);
+      }
+      weight_[term.constraint] += term.coefficient;
+      ++unfrozen_[term.constraint];
+    }
+  }
+  while (open > 0) {
+    double level = std::numeric_limits<double>::infinity();
+    for (uint32_t j : touched_) {
+      if (state_[j] != 1 || unfrozen_[j] == 0) continue;
+      level_[j] = std::max(0.0, cap_[j] - used_[j]) / weight_[j];
+      level = std::min(level, level_[j]);
+    }
+    for (uint32_t j : touched_) {
+      if (state_[j] == 1 && unfrozen_[j] > 0 && level_[j] <= level * (1 + 1e-12)) state_[j] = 2;
+    }
+    for (uint32_t f : active_) {
+      Flow& flow = flows_[f];
+      if (flow.frozen) continue;
+      bool bound = false;
+      for (const Term& term : flow.terms) bound = bound || state_[term.constraint] == 2;
+      if (!bound) continue;
+      flow.frozen = true;
+      flow.rate = level;
+      --open;
+      for (const Term& term : flow.terms) {
+        used_[term.constraint] += term.coefficient * level;
+        weight_[term.constraint] -= term.coefficient;
+        --unfrozen_[term.constraint];
+      }
+    }
+  }
+  next_finish_ = kNever;
+  for (uint32_t f : active_) {
+    Flow& flow = flows_[f];
+    if (flow.remaining <= 0 || flow.rate <= 0) {
+      flow.finish = now.value;
+    } else {
+      // The 1e-6 ps keeps an exact quotient from rounding up a whole picosecond.
+      const double ps = std::ceil(flow.remaining / flow.rate - 1e-6);
+      flow.finish = now.value + std::max<int64_t>(0, static_cast<int64_t>(ps));
+    }
+    next_finish_ = std::min(next_finish_, flow.finish);
+  }
+}
+
+}  // namespace trnsim::models

@@ -1,0 +1,181 @@
+// The flow-level (fluid) memory system, chosen with the arch flag dma_flow_model (default
+// false: the detailed model of dma_timing.hpp). Plain C++ (no SystemC). MemorySystem
+// (dma_timing.hpp) owns one and forwards to it, so callers see one interface either way.
+//
+// What it keeps of the detailed model's transfer semantics:
+//   - a transfer is ready dma_start_latency_ns after its trigger (a latency that holds nothing);
+//   - its partitions are spread over plan.engines engines from plan.first_engine (plan_transfer
+//     as is); each engine's part goes to the engine's hardware queue queue % queues_per_engine,
+//     and a hardware queue works its parts in order;
+//   - an engine's part costs dma_descriptor_overhead_ns per descriptor plus its bytes at the
+//     transfer's engine rate (plan.engine_bytes_per_ns, transposes included), so a lone part
+//     takes the engine time plan_transfer computes;
+//   - in-order completion per queue; the module raises the semaphore by plan.engines.
+//
+// What it replaces: chunks and HBM pieces. The flows are the engine parts at the head of their
+// (engine, hardware queue): an engine round-robins between its queues by equal-size chunks, so
+// its heads share it by bytes; one flow per part (rather than one per transfer) lets the parts
+// of one transfer on different engines progress at their own engines' pace, and a transfer on
+// engines 8-15 run beside one on engines 0-7 of the same queue, as in the detailed model. The
+// active flows get byte rates by max-min fairness (progressive filling) under three kinds of
+// constraint:
+//   - engine time: on each DMA engine, the sum over its flows of rate x engine seconds per byte
+//     (the part's engine time over its bytes) is at most 1;
+//   - outstanding window: on each engine, the bytes its HBM flows keep in flight, the sum of
+//     rate x round trip (Little's law), are at most dma_engine_outstanding_chunks x
+//     dma_chunk_bytes; a round trip is hbm_latency_ns + CL (CWL for a write, the larger for
+//     both) + one interleave unit at one pseudo-channel's share of the stack peak, the unloaded
+//     time of a chunk whose pieces go to different pseudo-channels in parallel;
+//   - HBM: on each pseudo-channel of each stack (cores share stacks by hbm.cores_per_stack),
+//     the bytes per ps the flows put on it are at most its share of
+//     HbmModel::stack_peak_bytes_per_ns(). A flow spreads its bytes over pseudo-channels as the
+//     address map does (HbmModel::locate: interleave_bytes units round-robin): the spread is a
+//     histogram of its descriptors' HBM ranges, computed once when the transfer becomes ready
+//     (from at most kSampledDescriptors descriptors per part, evenly spaced, when it has more).
+//     A flow that reads and writes HBM counts on both sides' channels (its bytes twice, as
+//     hbm_bytes does). So a transfer whose partitions sit a multiple of interleave_bytes x
+//     pseudo_channels apart (rows of 16 KiB, say) is held to the few channels it touches, as
+//     in the detailed model, while a contiguous stream reaches the stack's peak.
+// Rates are recomputed only when the set of active flows changes (a transfer becomes ready, a
+// part finishes); in between every flow's remaining bytes fall at its rate. A transfer that
+// touches HBM completes hbm_latency_ns + CL (reads; CWL for writes, the larger when both) after
+// its last byte moved: the round trip of its last piece, which holds no engine.
+//
+// Assumptions (docs/architecture.md, docs/validation.md): a pseudo-channel with work streams
+// at its peak: no row-buffer misses or conflicts, no bank or bank-group timing, no refresh, no
+// read/write turnaround, no FR-FCFS reordering. HBM counters: read and written bytes and the
+// data-bus busy time (bytes at one pseudo-channel's rate) are kept; row hits, misses, conflicts,
+// refresh stalls and turnarounds are not modelled and stay zero (stats.json leaves them out).
+//
+// Cost: a few events per transfer (ready, parts finishing, completion) and one rate
+// computation per change of the active set, independent of the bytes moved.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "isa/arch.hpp"
+#include "isa/instruction.hpp"
+#include "isa/units.hpp"
+#include "models/dma/dma_timing.hpp"
+#include "models/hbm/hbm.hpp"
+
+namespace trnsim::models {
+
+class FlowMemorySystem {
+ public:
+  // `hbm` gives the stacks and their peak (its scheduler is not used).
+  FlowMemorySystem(const isa::ArchConfig& arch, uint32_t cores, size_t max_transfers,
+                   const HbmModel& hbm);
+
+  uint32_t submit(uint32_t core, const isa::Instruction& dma, const DmaPlan& plan, uint32_t index,
+                  Picoseconds issued);
+  void run_until(Picoseconds horizon);
+  Picoseconds next_event_time() const;
+  uint64_t events_processed() const { return events_processed_; }
+  const std::vector<uint32_t>& completions() const { return completions_; }
+  void consume_completions();
+  const DmaTransfer& transfer(uint32_t id) const { return transfers_[id]; }
+  size_t transfer_count() const { return submitted_; }
+  size_t incomplete() const { return submitted_ - completed_; }
+  Picoseconds engine_busy(uint32_t core, uint32_t engine) const {
+    return engines_[core * arch_.dma_engines + engine].busy;
+  }
+  // Read and written bytes and data-bus busy time; the row-buffer counters stay zero.
+  const HbmCounters& hbm_counters() const { return counters_; }
+
+ private:
+  static constexpr uint32_t kNone = UINT32_MAX;
+  enum class EventKind : uint8_t { transfer_ready, transfer_done };
+  struct Event {
+    int64_t time;
+    uint64_t seq;
+    EventKind kind;
+    uint32_t id;
+    bool operator>(const Event& o) const { return time != o.time ? time > o.time : seq > o.seq; }
+  };
+  // Descriptors per part the pseudo-channel spread is computed from, at most.
+  static constexpr uint64_t kSampledDescriptors = 256;
+  struct Term {  // a flow's use of one constraint: coefficient x rate
+    uint32_t constraint;
+    double coefficient;
+  };
+  struct Flow {  // one engine's part of one transfer
+    uint32_t transfer = 0;
+    uint32_t engine = 0;     // global: core * dma_engines + engine
+    uint32_t next = kNone;   // next part in its (engine, hardware queue)
+    uint32_t active_at = 0;  // index in active_ while active
+    double remaining = 0;    // bytes
+    double hbm_factor = 0;   // 0: no HBM; 1: reads or writes; 2: both
+    // Engine time (ps per byte), window (round-trip ps: bytes in flight per byte per ps) and
+    // pseudo-channels (share of the bytes on each).
+    std::vector<Term> terms;
+    double rate = 0;          // bytes per ps
+    int64_t finish = kNever;  // when it finishes at its current rate
+    Picoseconds engine_time;  // busy time it costs its engine
+    uint64_t bytes = 0;
+    bool frozen = false;
+  };
+  struct EngineQueue {
+    uint32_t head = kNone;
+    uint32_t tail = kNone;
+  };
+  struct Engine {
+    std::vector<EngineQueue> queues;
+    Picoseconds busy;
+  };
+  struct QueueOrder {
+    uint32_t head = kNone;
+    uint32_t tail = kNone;
+  };
+
+  void schedule(Picoseconds t, EventKind kind, uint32_t id);
+  void on_ready(uint32_t transfer, Picoseconds now);
+  void on_done(uint32_t transfer, Picoseconds now);
+  void activate(uint32_t flow, Picoseconds now);
+  void finish(uint32_t flow, Picoseconds now);
+  void advance(Picoseconds now);
+  void recompute(Picoseconds now);
+  // Adds the pseudo-channel spread of descriptors [first, end) of one side of `t` to
+  // channel_bytes_.
+  void spread(const DmaTransfer& t, bool write, uint64_t first, uint64_t end);
+
+  const isa::ArchConfig& arch_;
+  uint32_t cores_;
+  uint32_t cores_per_stack_;
+  uint32_t channels_;    // pseudo-channels per stack
+  uint64_t core_bytes_;  // a core's HBM address space: cores sharing a stack sit side by side
+  std::vector<uint64_t> channel_bytes_;  // scratch of spread()
+  std::vector<Term> cached_terms_;       // scratch of on_ready(): one part's channel terms
+  std::vector<double> channel_share_;    // scratch of on_ready()
+  double stack_peak_;                    // bytes per ps
+  double window_bytes_;                  // an engine's outstanding window: chunks x chunk bytes
+  double read_round_trip_, write_round_trip_;  // ps, of one chunk through HBM
+  Picoseconds read_tail_, write_tail_;
+  double bus_ps_per_byte_;  // one pseudo-channel's data bus
+  std::vector<Event> events_;
+  uint64_t seq_ = 0;
+  uint64_t events_processed_ = 0;
+  std::vector<DmaTransfer> transfers_;
+  std::vector<uint32_t> free_transfers_;
+  size_t submitted_ = 0;
+  std::vector<Flow> flows_;
+  std::vector<uint32_t> free_flows_;
+  std::vector<Engine> engines_;
+  std::vector<QueueOrder> queue_order_;
+  std::vector<uint32_t> completions_;
+  size_t completed_ = 0;
+  std::vector<uint32_t> active_;  // flows with a rate
+  bool changed_ = false;          // the active set changed since the last rate computation
+  Picoseconds last_;              // remaining bytes are as of this time
+  int64_t next_finish_ = kNever;
+  // Progressive filling scratch, per constraint: engines' time, engines' window, pseudo-channels.
+  std::vector<double> cap_, used_, weight_, level_;
+  std::vector<uint32_t> unfrozen_;  // flows of the constraint not yet given their rate
+  std::vector<uint8_t> state_;      // 0 untouched, 1 touched, 2 saturated
+  std::vector<uint32_t> touched_;
+  std::vector<uint32_t> finishing_;
+  HbmCounters counters_;
+};
+
+}  // namespace trnsim::models
