@@ -60,81 +60,17 @@ uint64_t run_address(const isa::AccessPattern& ap, const DmaPlan& plan, uint64_t
   return ap.offset + static_cast<uint64_t>(offset) * es;
 }
 
-MemorySystem::MemorySystem(const isa::ArchConfig& arch, uint32_t cores, size_t max_transfers)
-    : arch_(arch),
-      cores_(cores == 0 ? 1 : cores),
-      lookahead_(max(from_ns(arch.dma_start_latency_ns), Picoseconds(1))),
-      hbm_(arch, (cores_ + arch.hbm.cores_per_stack - 1) / std::max(1u, arch.hbm.cores_per_stack)) {
-  if (arch.dma_flow_model) {
-    flow_ = std::make_unique<FlowMemorySystem>(arch, cores_, max_transfers, hbm_);
-    return;
-  }
-  events_.reserve(4096);
+TransferBook::TransferBook(const isa::ArchConfig& arch, uint32_t cores, size_t max_transfers)
+    : queues_(std::max(arch.dma_queues, 1u)) {
   // Grown as needed up to the transfers in flight at once (ids are reused): only the count's
   // order of magnitude is reserved.
   transfers_.reserve(std::min<size_t>(max_transfers, 4096));
-  parts_.reserve(std::min<size_t>(max_transfers, 4096) * arch.dma_engines);
-  engines_.resize(static_cast<size_t>(cores_) * arch.dma_engines);
-  for (size_t e = 0; e < engines_.size(); ++e) {
-    engines_[e].core = static_cast<uint32_t>(e / arch.dma_engines);
-    engines_[e].queues.resize(arch.dma_queues_per_engine);
-  }
-  chunks_.resize(engines_.size() * std::max(1u, arch.dma_engine_outstanding_chunks));
-  for (size_t c = 0; c < chunks_.size(); ++c) {
-    chunks_[c].next_free = c + 1 < chunks_.size() ? static_cast<uint32_t>(c + 1) : kNone;
-  }
-  free_chunk_ = 0;
-  queue_order_.resize(static_cast<size_t>(cores_) * std::max(arch.dma_queues, 1u));
   completions_.reserve(std::min<size_t>(max_transfers, 4096));
+  queue_order_.resize(static_cast<size_t>(std::max(cores, 1u)) * queues_);
 }
 
-MemorySystem::~MemorySystem() = default;
-
-uint64_t MemorySystem::flow_events() const {
-  return flow_->events_processed();
-}
-const std::vector<uint32_t>& MemorySystem::flow_completions() const {
-  return flow_->completions();
-}
-const DmaTransfer& MemorySystem::flow_transfer(uint32_t id) const {
-  return flow_->transfer(id);
-}
-size_t MemorySystem::transfer_count() const {
-  return flow_ ? flow_->transfer_count() : submitted_;
-}
-size_t MemorySystem::incomplete() const {
-  return flow_ ? flow_->incomplete() : submitted_ - completed_;
-}
-const HbmCounters& MemorySystem::hbm_counters() const {
-  return flow_ ? flow_->hbm_counters() : hbm_.counters();
-}
-Picoseconds MemorySystem::engine_busy(uint32_t core, uint32_t engine) const {
-  if (flow_) return flow_->engine_busy(core, engine);
-  return engines_[core * arch_.dma_engines + engine].busy;
-}
-
-void MemorySystem::consume_completions() {
-  if (flow_) {
-    flow_->consume_completions();
-    return;
-  }
-  free_transfers_.insert(free_transfers_.end(), completions_.begin(), completions_.end());
-  completions_.clear();
-}
-
-void MemorySystem::schedule(Picoseconds t, EventKind kind, uint32_t id) {
-  events_.push_back(Event{t.value, seq_++, kind, id});
-  std::push_heap(events_.begin(), events_.end(), std::greater<Event>());
-}
-
-Picoseconds MemorySystem::next_event_time() const {
-  if (flow_) return flow_->next_event_time();
-  return Picoseconds(events_.empty() ? kNever : events_.front().time);
-}
-
-uint32_t MemorySystem::submit(uint32_t core, const isa::Instruction& dma, const DmaPlan& plan,
-                              uint32_t index, Picoseconds issued) {
-  if (flow_) return flow_->submit(core, dma, plan, index, issued);
+uint32_t TransferBook::add(uint32_t core, const isa::Instruction& dma, const DmaPlan& plan,
+                           uint32_t index, Picoseconds issued) {
   uint32_t id = static_cast<uint32_t>(transfers_.size());
   if (!free_transfers_.empty()) {
     id = free_transfers_.back();
@@ -153,13 +89,110 @@ uint32_t MemorySystem::submit(uint32_t core, const isa::Instruction& dma, const 
   } else {
     transfers_[id] = t;
   }
-  QueueOrder& order = queue_order_[core * std::max(arch_.dma_queues, 1u) + dma.dma_queue];
-  if (order.tail == kNone) {
-    order.head = id;
+  QueueOrder& q = order(core, dma.dma_queue);
+  if (q.tail == kNone) {
+    q.head = id;
   } else {
-    transfers_[order.tail].next_in_queue = id;
+    transfers_[q.tail].next_in_queue = id;
   }
-  order.tail = id;
+  q.tail = id;
+  return id;
+}
+
+void TransferBook::data_done(uint32_t id, Picoseconds now) {
+  DmaTransfer& t = transfers_[id];
+  t.data_done = true;
+  // In-order completion: release this queue's finished transfers from the head.
+  QueueOrder& q = order(t.core, t.queue);
+  while (q.head != kNone && transfers_[q.head].data_done) {
+    DmaTransfer& done = transfers_[q.head];
+    done.completed = true;
+    done.end = now;
+    completions_.push_back(q.head);
+    ++completed_;
+    q.head = done.next_in_queue;
+  }
+  if (q.head == kNone) q.tail = kNone;
+}
+
+void TransferBook::consume_completions() {
+  free_transfers_.insert(free_transfers_.end(), completions_.begin(), completions_.end());
+  completions_.clear();
+}
+
+MemorySystem::MemorySystem(const isa::ArchConfig& arch, uint32_t cores, size_t max_transfers)
+    : arch_(arch),
+      cores_(cores == 0 ? 1 : cores),
+      lookahead_(max(from_ns(arch.dma_start_latency_ns), Picoseconds(1))),
+      hbm_(arch, (cores_ + arch.hbm.cores_per_stack - 1) / std::max(1u, arch.hbm.cores_per_stack)),
+      book_(arch, cores_, max_transfers) {
+  if (arch.dma_flow_model) {
+    flow_ = std::make_unique<FlowMemorySystem>(arch, cores_, max_transfers, hbm_);
+    return;
+  }
+  events_.reserve(4096);
+  // Grown as needed up to the transfers in flight at once (ids are reused): only the count's
+  // order of magnitude is reserved.
+  parts_.reserve(std::min<size_t>(max_transfers, 4096) * arch.dma_engines);
+  engines_.resize(static_cast<size_t>(cores_) * arch.dma_engines);
+  for (size_t e = 0; e < engines_.size(); ++e) {
+    engines_[e].core = static_cast<uint32_t>(e / arch.dma_engines);
+    engines_[e].queues.resize(arch.dma_queues_per_engine);
+  }
+  chunks_.resize(engines_.size() * std::max(1u, arch.dma_engine_outstanding_chunks));
+  for (size_t c = 0; c < chunks_.size(); ++c) {
+    chunks_[c].next_free = c + 1 < chunks_.size() ? static_cast<uint32_t>(c + 1) : kNone;
+  }
+  free_chunk_ = 0;
+}
+
+MemorySystem::~MemorySystem() = default;
+
+uint64_t MemorySystem::flow_events() const {
+  return flow_->events_processed();
+}
+const std::vector<uint32_t>& MemorySystem::flow_completions() const {
+  return flow_->completions();
+}
+const DmaTransfer& MemorySystem::flow_transfer(uint32_t id) const {
+  return flow_->transfer(id);
+}
+size_t MemorySystem::transfer_count() const {
+  return flow_ ? flow_->transfer_count() : book_.submitted();
+}
+size_t MemorySystem::incomplete() const {
+  return flow_ ? flow_->incomplete() : book_.incomplete();
+}
+const HbmCounters& MemorySystem::hbm_counters() const {
+  return flow_ ? flow_->hbm_counters() : hbm_.counters();
+}
+Picoseconds MemorySystem::engine_busy(uint32_t core, uint32_t engine) const {
+  if (flow_) return flow_->engine_busy(core, engine);
+  return engines_[core * arch_.dma_engines + engine].busy;
+}
+
+void MemorySystem::consume_completions() {
+  if (flow_) {
+    flow_->consume_completions();
+    return;
+  }
+  book_.consume_completions();
+}
+
+void MemorySystem::schedule(Picoseconds t, EventKind kind, uint32_t id) {
+  events_.push_back(Event{t.value, seq_++, kind, id});
+  std::push_heap(events_.begin(), events_.end(), std::greater<Event>());
+}
+
+Picoseconds MemorySystem::next_event_time() const {
+  if (flow_) return flow_->next_event_time();
+  return Picoseconds(events_.empty() ? kNever : events_.front().time);
+}
+
+uint32_t MemorySystem::submit(uint32_t core, const isa::Instruction& dma, const DmaPlan& plan,
+                              uint32_t index, Picoseconds issued) {
+  if (flow_) return flow_->submit(core, dma, plan, index, issued);
+  const uint32_t id = book_.add(core, dma, plan, index, issued);
   schedule(issued + from_ns(arch_.dma_start_latency_ns), EventKind::transfer_ready, id);
   return id;
 }
@@ -200,7 +233,7 @@ void MemorySystem::wake(uint32_t engine, Picoseconds now) {
 }
 
 void MemorySystem::on_ready(uint32_t id, Picoseconds now) {
-  DmaTransfer& t = transfers_[id];
+  DmaTransfer& t = book_[id];
   const DmaPlan& plan = *t.plan;
   const uint16_t hw_queue = static_cast<uint16_t>(t.queue % arch_.dma_queues_per_engine);
   for (uint32_t i = 0; i < plan.engines; ++i) {
@@ -274,7 +307,7 @@ void MemorySystem::on_engine_free(uint32_t engine, Picoseconds now) {
   eng.round_robin = (q + 1) % nq;
   EngineQueue& queue = eng.queues[q];
   EnginePart& part = parts_[queue.head];
-  DmaTransfer& t = transfers_[part.transfer];
+  DmaTransfer& t = book_[part.transfer];
   const DmaPlan& plan = *t.plan;
 
   const uint32_t c = free_chunk_;
@@ -342,25 +375,14 @@ void MemorySystem::on_hbm_decide(uint32_t channel, Picoseconds now) {
 
 void MemorySystem::on_chunk_done(uint32_t c, Picoseconds now) {
   Chunk& chunk = chunks_[c];
-  DmaTransfer& t = transfers_[chunk.transfer];
+  DmaTransfer& t = book_[chunk.transfer];
   DmaEngine& eng = engines_[chunk.engine];
   const uint32_t engine = chunk.engine;
   chunk.next_free = free_chunk_;
   free_chunk_ = c;
   if (eng.outstanding-- == std::max(1u, arch_.dma_engine_outstanding_chunks)) wake(engine, now);
   if (--t.chunks_open != 0 || t.parts_open != 0) return;
-  t.data_done = true;
-  // In-order completion: release this queue's finished transfers from the head.
-  QueueOrder& order = queue_order_[t.core * std::max(arch_.dma_queues, 1u) + t.queue];
-  while (order.head != kNone && transfers_[order.head].data_done) {
-    DmaTransfer& done = transfers_[order.head];
-    done.completed = true;
-    done.end = now;
-    completions_.push_back(order.head);
-    ++completed_;
-    order.head = done.next_in_queue;
-  }
-  if (order.head == kNone) order.tail = kNone;
+  book_.data_done(chunk.transfer, now);
 }
 
 }  // namespace trnsim::models

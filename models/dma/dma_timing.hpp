@@ -72,6 +72,40 @@ struct DmaTransfer {
   uint32_t next_in_queue = UINT32_MAX;  // in-order completion list of its queue
 };
 
+// The transfers in flight, shared by both memory models: ids (reused once a completion is
+// consumed), per-queue in-order completion (D1) and the list of completions to deliver.
+class TransferBook {
+ public:
+  TransferBook(const isa::ArchConfig& arch, uint32_t cores, size_t max_transfers);
+  // Enters a transfer whose trigger completed at `issued`; returns its id.
+  uint32_t add(uint32_t core, const isa::Instruction& dma, const DmaPlan& plan, uint32_t index,
+               Picoseconds issued);
+  DmaTransfer& operator[](uint32_t id) { return transfers_[id]; }
+  const DmaTransfer& operator[](uint32_t id) const { return transfers_[id]; }
+  // Transfer `id` has moved its data at `now`: it and the finished transfers queued behind it
+  // complete, in queue order, unless a transfer ahead of it on its queue is still moving.
+  void data_done(uint32_t id, Picoseconds now);
+  const std::vector<uint32_t>& completions() const { return completions_; }
+  void consume_completions();
+  size_t submitted() const { return submitted_; }
+  size_t incomplete() const { return submitted_ - completed_; }
+
+ private:
+  static constexpr uint32_t kNone = UINT32_MAX;
+  struct QueueOrder {
+    uint32_t head = kNone;
+    uint32_t tail = kNone;
+  };
+  QueueOrder& order(uint32_t core, uint16_t queue) { return queue_order_[core * queues_ + queue]; }
+  uint32_t queues_;
+  std::vector<DmaTransfer> transfers_;
+  std::vector<uint32_t> free_transfers_;  // ids whose completion was consumed
+  size_t submitted_ = 0;
+  std::vector<QueueOrder> queue_order_;
+  std::vector<uint32_t> completions_;
+  size_t completed_ = 0;
+};
+
 // Counters of one queue of one core, over the run.
 struct DmaQueueCounters {
   uint64_t bytes = 0;
@@ -111,14 +145,12 @@ class MemorySystem {
   // and calls consume_completions() once it has delivered all of them; their ids (and table
   // entries) are then reused, so the tables hold the transfers in flight, not the whole run.
   const std::vector<uint32_t>& completions() const {
-    return flow_ ? flow_completions() : completions_;
+    return flow_ ? flow_completions() : book_.completions();
   }
   void consume_completions();
 
   // A transfer by id: valid from submit() until its completion is consumed.
-  const DmaTransfer& transfer(uint32_t id) const {
-    return flow_ ? flow_transfer(id) : transfers_[id];
-  }
+  const DmaTransfer& transfer(uint32_t id) const { return flow_ ? flow_transfer(id) : book_[id]; }
   size_t transfer_count() const;
   size_t incomplete() const;
   // The HBM stacks (stacks(), stack_peak_bytes_per_ns()). Its counters are the detailed
@@ -167,10 +199,6 @@ class MemorySystem {
     Picoseconds hbm_done;
     uint32_t next_free = kNone;
   };
-  struct QueueOrder {  // in-order completion of one queue of one core
-    uint32_t head = kNone;
-    uint32_t tail = kNone;
-  };
 
   uint64_t flow_events() const;
   const std::vector<uint32_t>& flow_completions() const;
@@ -191,17 +219,12 @@ class MemorySystem {
   std::vector<Event> events_;  // min-heap
   uint64_t seq_ = 0;
   uint64_t events_processed_ = 0;
-  std::vector<DmaTransfer> transfers_;
-  std::vector<uint32_t> free_transfers_;  // ids whose completion was consumed
-  size_t submitted_ = 0;
+  TransferBook book_;
   std::vector<EnginePart> parts_;
   std::vector<uint32_t> free_parts_;  // parts fully cut into chunks
   std::vector<DmaEngine> engines_;
   std::vector<Chunk> chunks_;
   uint32_t free_chunk_ = kNone;
-  std::vector<QueueOrder> queue_order_;
-  std::vector<uint32_t> completions_;
-  size_t completed_ = 0;
   std::unique_ptr<FlowMemorySystem> flow_;  // set: every call goes there
 };
 

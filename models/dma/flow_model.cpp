@@ -18,7 +18,8 @@ FlowMemorySystem::FlowMemorySystem(const isa::ArchConfig& arch, uint32_t cores,
       window_bytes_(static_cast<double>(std::max(1u, arch.dma_engine_outstanding_chunks)) *
                     std::max(1u, arch.dma_chunk_bytes)),
       read_tail_(from_ns(arch.hbm_latency_ns + arch.hbm.t_cl)),
-      write_tail_(from_ns(arch.hbm_latency_ns + arch.hbm.t_cwl)) {
+      write_tail_(from_ns(arch.hbm_latency_ns + arch.hbm.t_cwl)),
+      book_(arch, cores_, max_transfers) {
   // One pseudo-channel's share of the stack peak, bytes per ps.
   const double channel = stack_peak_ / channels_;
   bus_ps_per_byte_ = channel > 0 ? 1.0 / channel : 0.0;
@@ -29,10 +30,7 @@ FlowMemorySystem::FlowMemorySystem(const isa::ArchConfig& arch, uint32_t cores,
   const size_t engines = static_cast<size_t>(cores_) * arch.dma_engines;
   engines_.resize(engines);
   for (auto& e : engines_) e.queues.resize(std::max(1u, arch.dma_queues_per_engine));
-  queue_order_.resize(static_cast<size_t>(cores_) * std::max(arch.dma_queues, 1u));
   const size_t reserve = std::min<size_t>(max_transfers, 4096);
-  transfers_.reserve(reserve);
-  completions_.reserve(reserve);
   flows_.reserve(reserve);
   events_.reserve(1024);
   const size_t channels = static_cast<size_t>(hbm.stacks()) * channels_;
@@ -64,37 +62,12 @@ Picoseconds FlowMemorySystem::next_event_time() const {
 }
 
 void FlowMemorySystem::consume_completions() {
-  free_transfers_.insert(free_transfers_.end(), completions_.begin(), completions_.end());
-  completions_.clear();
+  book_.consume_completions();
 }
 
 uint32_t FlowMemorySystem::submit(uint32_t core, const isa::Instruction& dma, const DmaPlan& plan,
                                   uint32_t index, Picoseconds issued) {
-  uint32_t id = static_cast<uint32_t>(transfers_.size());
-  if (!free_transfers_.empty()) {
-    id = free_transfers_.back();
-    free_transfers_.pop_back();
-  }
-  ++submitted_;
-  DmaTransfer t;
-  t.instruction = &dma;
-  t.plan = &plan;
-  t.core = core;
-  t.queue = dma.dma_queue;
-  t.index = index;
-  t.issued = issued;
-  if (id == transfers_.size()) {
-    transfers_.push_back(t);
-  } else {
-    transfers_[id] = t;
-  }
-  QueueOrder& order = queue_order_[core * std::max(arch_.dma_queues, 1u) + dma.dma_queue];
-  if (order.tail == kNone) {
-    order.head = id;
-  } else {
-    transfers_[order.tail].next_in_queue = id;
-  }
-  order.tail = id;
+  const uint32_t id = book_.add(core, dma, plan, index, issued);
   schedule(issued + from_ns(arch_.dma_start_latency_ns), EventKind::transfer_ready, id);
   return id;
 }
@@ -185,7 +158,7 @@ void FlowMemorySystem::spread(const DmaTransfer& t, bool write, uint64_t first, 
 }
 
 void FlowMemorySystem::on_ready(uint32_t id, Picoseconds now) {
-  const DmaTransfer& t = transfers_[id];
+  const DmaTransfer& t = book_[id];
   const DmaPlan& plan = *t.plan;
   const uint32_t hw_queue = t.queue % std::max(1u, arch_.dma_queues_per_engine);
   const bool reads = plan.reads_hbm, writes = plan.writes_hbm;
@@ -276,7 +249,7 @@ void FlowMemorySystem::on_ready(uint32_t id, Picoseconds now) {
       q.tail = fid;
     }
   }
-  transfers_[id].parts_open = parts;
+  book_[id].parts_open = parts;
   if (parts == 0) schedule(now, EventKind::transfer_done, id);
 }
 
@@ -287,7 +260,7 @@ void FlowMemorySystem::activate(uint32_t f, Picoseconds now) {
   flow.finish = kNever;
   active_.push_back(f);
   changed_ = true;
-  DmaTransfer& t = transfers_[flow.transfer];
+  DmaTransfer& t = book_[flow.transfer];
   if (t.start.value == kNever) t.start = now;
 }
 
@@ -295,7 +268,7 @@ void FlowMemorySystem::finish(uint32_t f, Picoseconds now) {
   Flow& flow = flows_[f];
   Engine& engine = engines_[flow.engine];
   engine.busy = engine.busy + flow.engine_time;
-  DmaTransfer& t = transfers_[flow.transfer];
+  DmaTransfer& t = book_[flow.transfer];
   const DmaPlan& plan = *t.plan;
   if (plan.reads_hbm) counters_.read_bytes += flow.bytes;
   if (plan.writes_hbm) counters_.write_bytes += flow.bytes;
@@ -326,19 +299,7 @@ void FlowMemorySystem::finish(uint32_t f, Picoseconds now) {
 }
 
 void FlowMemorySystem::on_done(uint32_t id, Picoseconds now) {
-  DmaTransfer& t = transfers_[id];
-  t.data_done = true;
-  // In-order completion: release this queue's finished transfers from the head.
-  QueueOrder& order = queue_order_[t.core * std::max(arch_.dma_queues, 1u) + t.queue];
-  while (order.head != kNone && transfers_[order.head].data_done) {
-    DmaTransfer& done = transfers_[order.head];
-    done.completed = true;
-    done.end = now;
-    completions_.push_back(order.head);
-    ++completed_;
-    order.head = done.next_in_queue;
-  }
-  if (order.head == kNone) order.tail = kNone;
+  book_.data_done(id, now);
 }
 
 // Max-min fair rates by progressive filling: every flow not yet fixed rises at one common

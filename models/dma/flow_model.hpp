@@ -73,11 +73,11 @@ class FlowMemorySystem {
   void run_until(Picoseconds horizon);
   Picoseconds next_event_time() const;
   uint64_t events_processed() const { return events_processed_; }
-  const std::vector<uint32_t>& completions() const { return completions_; }
+  const std::vector<uint32_t>& completions() const { return book_.completions(); }
   void consume_completions();
-  const DmaTransfer& transfer(uint32_t id) const { return transfers_[id]; }
-  size_t transfer_count() const { return submitted_; }
-  size_t incomplete() const { return submitted_ - completed_; }
+  const DmaTransfer& transfer(uint32_t id) const { return book_[id]; }
+  size_t transfer_count() const { return book_.submitted(); }
+  size_t incomplete() const { return book_.incomplete(); }
   Picoseconds engine_busy(uint32_t core, uint32_t engine) const {
     return engines_[core * arch_.dma_engines + engine].busy;
   }
@@ -124,10 +124,6 @@ class FlowMemorySystem {
     std::vector<EngineQueue> queues;
     Picoseconds busy;
   };
-  struct QueueOrder {
-    uint32_t head = kNone;
-    uint32_t tail = kNone;
-  };
 
   void schedule(Picoseconds t, EventKind kind, uint32_t id);
   void on_ready(uint32_t transfer, Picoseconds now);
@@ -156,15 +152,10 @@ class FlowMemorySystem {
   std::vector<Event> events_;
   uint64_t seq_ = 0;
   uint64_t events_processed_ = 0;
-  std::vector<DmaTransfer> transfers_;
-  std::vector<uint32_t> free_transfers_;
-  size_t submitted_ = 0;
+  TransferBook book_;
   std::vector<Flow> flows_;
   std::vector<uint32_t> free_flows_;
   std::vector<Engine> engines_;
-  std::vector<QueueOrder> queue_order_;
-  std::vector<uint32_t> completions_;
-  size_t completed_ = 0;
   std::vector<uint32_t> active_;  // flows with a rate
   bool changed_ = false;          // the active set changed since the last rate computation
   Picoseconds last_;              // remaining bytes are as of this time
