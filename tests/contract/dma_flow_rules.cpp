@@ -11,6 +11,7 @@
 #include <utility>
 #include <vector>
 
+#include "../support/dma_bench.hpp"
 #include "isa/access_pattern.hpp"
 #include "isa/arch.hpp"
 #include "isa/instruction.hpp"
@@ -58,38 +59,7 @@ Instruction sbuf_copy(uint32_t partitions, uint32_t elements) {
   return in;
 }
 
-struct Bench {
-  explicit Bench(const trnsim::isa::ArchConfig& a, uint32_t cores = 1) : arch(a), cores(cores) {
-    instructions.reserve(256);
-    plans.reserve(256);
-  }
-  void add(const Instruction& in, Picoseconds issued = Picoseconds(0), uint32_t core = 0) {
-    instructions.push_back(in);
-    plans.push_back(plan_transfer(instructions.back(), arch));
-    pending.push_back({core, issued});
-  }
-  MemorySystem& run() {
-    memory = std::make_unique<MemorySystem>(arch, cores, instructions.size());
-    REQUIRE(memory->flow_model());
-    for (size_t i = 0; i < instructions.size(); ++i) {
-      memory->submit(pending[i].first, instructions[i], plans[i], static_cast<uint32_t>(i),
-                     pending[i].second);
-    }
-    memory->run_to_completion();
-    REQUIRE(memory->incomplete() == 0);
-    return *memory;
-  }
-  Picoseconds end(size_t i) const { return memory->transfer(static_cast<uint32_t>(i)).end; }
-  Picoseconds start(size_t i) const { return memory->transfer(static_cast<uint32_t>(i)).start; }
-  double hbm_peak_bytes_per_ns() const { return HbmModel(arch, 1).stack_peak_bytes_per_ns(); }
-
-  trnsim::isa::ArchConfig arch;
-  uint32_t cores;
-  std::vector<Instruction> instructions;
-  std::vector<DmaPlan> plans;
-  std::vector<std::pair<uint32_t, Picoseconds>> pending;
-  std::unique_ptr<MemorySystem> memory;
-};
+using Bench = trnsim_test::DmaBench;
 
 const Picoseconds kStart = trnsim::from_ns(1300);
 const Picoseconds kReadTail = trnsim::from_ns(70 + 14);  // hbm_latency_ns + CL

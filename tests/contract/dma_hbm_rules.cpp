@@ -8,6 +8,7 @@
 #include <utility>
 #include <vector>
 
+#include "../support/dma_bench.hpp"
 #include "isa/access_pattern.hpp"
 #include "isa/arch.hpp"
 #include "isa/instruction.hpp"
@@ -67,47 +68,7 @@ Instruction sbuf_copy(uint32_t partitions, uint32_t elements, uint32_t first = 0
 }
 
 // Transfers run through the plain memory system with nothing else going on.
-struct Bench {
-  explicit Bench(const trnsim::isa::ArchConfig& a, uint32_t cores = 1) : arch(a), cores(cores) {
-    instructions.reserve(4096);
-    plans.reserve(4096);
-  }
-  void add(const Instruction& in, Picoseconds issued = Picoseconds(0), uint32_t core = 0) {
-    instructions.push_back(in);
-    plans.push_back(plan_transfer(instructions.back(), arch));
-    pending.push_back({core, issued});
-  }
-  // Runs everything; returns the memory system for inspection.
-  MemorySystem& run() {
-    memory = std::make_unique<MemorySystem>(arch, cores, instructions.size());
-    for (size_t i = 0; i < instructions.size(); ++i) {
-      memory->submit(pending[i].first, instructions[i], plans[i], static_cast<uint32_t>(i),
-                     pending[i].second);
-    }
-    memory->run_to_completion();
-    REQUIRE(memory->incomplete() == 0);
-    return *memory;
-  }
-  Picoseconds end(size_t i) const { return memory->transfer(static_cast<uint32_t>(i)).end; }
-  Picoseconds start(size_t i) const { return memory->transfer(static_cast<uint32_t>(i)).start; }
-  // Bytes per ns from time 0 to the last completion.
-  double bytes_per_ns() const {
-    Picoseconds last;
-    uint64_t bytes = 0;
-    for (size_t i = 0; i < instructions.size(); ++i) {
-      last = trnsim::max(last, end(i));
-      bytes += plans[i].bytes;
-    }
-    return static_cast<double>(bytes) / last.ns();
-  }
-
-  trnsim::isa::ArchConfig arch;
-  uint32_t cores;
-  std::vector<Instruction> instructions;
-  std::vector<DmaPlan> plans;
-  std::vector<std::pair<uint32_t, Picoseconds>> pending;
-  std::unique_ptr<MemorySystem> memory;
-};
+using Bench = trnsim_test::DmaBench;
 
 // Engine time of `bytes` split into 2 KiB chunks, one descriptor started: what the model charges.
 int64_t chunked_ps(uint64_t run_bytes, uint64_t runs) {
