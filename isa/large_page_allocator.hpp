@@ -9,13 +9,27 @@
 #include <sys/mman.h>
 
 #include <cstddef>
+#include <cstdint>
 #include <memory>
 #include <new>
 
 namespace trnsim::isa {
 
 constexpr size_t kLargePageBytes = size_t{2} << 20;
-constexpr size_t kLargePageThreshold = size_t{4} << 20;
+// Allocations of at least this many bytes get their own mapping...
+constexpr size_t kLargePageMinBytes = size_t{4} << 20;
+// ... except under AddressSanitizer, where every allocation stays on the heap that ASan watches.
+#if defined(__SANITIZE_ADDRESS__)
+#define TRNSIM_LARGE_PAGES 0
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define TRNSIM_LARGE_PAGES 0
+#endif
+#endif
+#ifndef TRNSIM_LARGE_PAGES
+#define TRNSIM_LARGE_PAGES 1
+#endif
+constexpr size_t kLargePageThreshold = TRNSIM_LARGE_PAGES ? kLargePageMinBytes : SIZE_MAX;
 
 template <typename T>
 struct LargePageAllocator {

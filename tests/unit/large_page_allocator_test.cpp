@@ -1,6 +1,6 @@
-// The instruction streams' allocator: large allocations are mappings of their own, small ones
-// come from std::allocator; either way a stream keeps its contents as it grows past the
-// threshold and back.
+// The instruction streams' allocator: large allocations are mappings of their own (not under
+// ASan), small ones come from std::allocator; either way a stream keeps its contents as it grows
+// past the threshold and back.
 #include "isa/large_page_allocator.hpp"
 
 #include <catch2/catch.hpp>
@@ -9,21 +9,21 @@
 
 #include "isa/program.hpp"
 
-using trnsim::isa::kLargePageThreshold;
+using trnsim::isa::kLargePageMinBytes;
 using trnsim::isa::LargePageAllocator;
 
 TEST_CASE("a vector on the large-page allocator keeps its elements across the threshold") {
   std::vector<uint64_t, LargePageAllocator<uint64_t>> v;
-  const size_t n = 3 * kLargePageThreshold / sizeof(uint64_t);  // three growths past it
+  const size_t n = 3 * kLargePageMinBytes / sizeof(uint64_t);  // three growths past it
   for (size_t i = 0; i < n; ++i) v.push_back(i * 2654435761u);
   REQUIRE(v.size() == n);
-  REQUIRE(v.capacity() * sizeof(uint64_t) >= kLargePageThreshold);
+  REQUIRE(v.capacity() * sizeof(uint64_t) >= kLargePageMinBytes);
   bool same = true;
   for (size_t i = 0; i < n; ++i) same = same && v[i] == i * 2654435761u;
   CHECK(same);
   v.resize(10);
   v.shrink_to_fit();  // back under the threshold: std::allocator again
-  CHECK(v.capacity() * sizeof(uint64_t) < kLargePageThreshold);
+  CHECK(v.capacity() * sizeof(uint64_t) < kLargePageMinBytes);
   CHECK(v[9] == uint64_t{9} * 2654435761u);
 }
 
@@ -31,7 +31,7 @@ TEST_CASE("a program's instruction streams copy and move with the large-page all
   trnsim::isa::Program p;
   trnsim::isa::Instruction in;
   in.label = "x";
-  const size_t n = kLargePageThreshold / sizeof(in) + 1;
+  const size_t n = kLargePageMinBytes / sizeof(in) + 1;
   p.stream(trnsim::isa::Engine::vector).assign(n, in);
   trnsim::isa::Program copy = p;
   CHECK(copy.stream(trnsim::isa::Engine::vector).size() == n);
