@@ -21,6 +21,7 @@ DmaPlan plan_transfer(const isa::Instruction& dma, const isa::ArchConfig& arch) 
   // dma_transpose opcode, or a dma_copy flagged to go through it) reorders the elements itself:
   // its descriptors follow the destination's runs.
   const bool transpose = dma.dma_transpose || dma.opcode == isa::Opcode::dma_transpose;
+  plan.transpose = transpose;
   const uint64_t run = transpose
                            ? dst.contiguous_run_elements()
                            : std::gcd(src.contiguous_run_elements(), dst.contiguous_run_elements());
@@ -35,12 +36,16 @@ DmaPlan plan_transfer(const isa::Instruction& dma, const isa::ArchConfig& arch) 
     plan.engine_bytes_per_ns *=
         plan.reads_hbm ? arch.dma_transpose_hbm_fraction : arch.dma_transpose_sbuf_fraction;
   }
-  const double per_descriptor_ns = arch.dma_descriptor_overhead_ns +
-                                   static_cast<double>(plan.run_bytes) / plan.engine_bytes_per_ns;
-  plan.engine_time = from_ns(per_descriptor_ns * static_cast<double>(plan.runs_per_partition) *
-                             plan.partitions_per_engine);
+  plan.engine_time = engine_time_for(plan, arch, plan.partitions_per_engine);
   plan.hbm_bytes = (plan.reads_hbm ? plan.bytes : 0) + (plan.writes_hbm ? plan.bytes : 0);
   return plan;
+}
+
+Picoseconds engine_time_for(const DmaPlan& plan, const isa::ArchConfig& arch, uint64_t partitions) {
+  const double per_descriptor_ns = arch.dma_descriptor_overhead_ns +
+                                   static_cast<double>(plan.run_bytes) / plan.engine_bytes_per_ns;
+  return from_ns(per_descriptor_ns * static_cast<double>(plan.runs_per_partition) *
+                 static_cast<double>(partitions));
 }
 
 uint64_t run_address(const isa::AccessPattern& ap, const DmaPlan& plan, uint64_t descriptor) {
@@ -89,7 +94,7 @@ uint32_t TransferBook::add(uint32_t core, const isa::Instruction& dma, const Dma
   } else {
     transfers_[id] = t;
   }
-  QueueOrder& q = order(core, dma.dma_queue);
+  IndexList& q = order(core, dma.dma_queue);
   if (q.tail == kNone) {
     q.head = id;
   } else {
@@ -103,7 +108,7 @@ void TransferBook::data_done(uint32_t id, Picoseconds now) {
   DmaTransfer& t = transfers_[id];
   t.data_done = true;
   // In-order completion: release this queue's finished transfers from the head.
-  QueueOrder& q = order(t.core, t.queue);
+  IndexList& q = order(t.core, t.queue);
   while (q.head != kNone && transfers_[q.head].data_done) {
     DmaTransfer& done = transfers_[q.head];
     done.completed = true;
@@ -127,7 +132,7 @@ MemorySystem::MemorySystem(const isa::ArchConfig& arch, uint32_t cores, size_t m
       hbm_(arch, (cores_ + arch.hbm.cores_per_stack - 1) / std::max(1u, arch.hbm.cores_per_stack)),
       book_(arch, cores_, max_transfers) {
   if (arch.dma_flow_model) {
-    flow_ = std::make_unique<FlowMemorySystem>(arch, cores_, max_transfers, hbm_);
+    flow_ = std::make_unique<FlowMemorySystem>(arch, cores_, hbm_, book_);
     return;
   }
   events_.reserve(4096);
@@ -151,18 +156,6 @@ MemorySystem::~MemorySystem() = default;
 uint64_t MemorySystem::flow_events() const {
   return flow_->events_processed();
 }
-const std::vector<uint32_t>& MemorySystem::flow_completions() const {
-  return flow_->completions();
-}
-const DmaTransfer& MemorySystem::flow_transfer(uint32_t id) const {
-  return flow_->transfer(id);
-}
-size_t MemorySystem::transfer_count() const {
-  return flow_ ? flow_->transfer_count() : book_.submitted();
-}
-size_t MemorySystem::incomplete() const {
-  return flow_ ? flow_->incomplete() : book_.incomplete();
-}
 const HbmCounters& MemorySystem::hbm_counters() const {
   return flow_ ? flow_->hbm_counters() : hbm_.counters();
 }
@@ -172,10 +165,6 @@ Picoseconds MemorySystem::engine_busy(uint32_t core, uint32_t engine) const {
 }
 
 void MemorySystem::consume_completions() {
-  if (flow_) {
-    flow_->consume_completions();
-    return;
-  }
   book_.consume_completions();
 }
 
@@ -191,8 +180,11 @@ Picoseconds MemorySystem::next_event_time() const {
 
 uint32_t MemorySystem::submit(uint32_t core, const isa::Instruction& dma, const DmaPlan& plan,
                               uint32_t index, Picoseconds issued) {
-  if (flow_) return flow_->submit(core, dma, plan, index, issued);
   const uint32_t id = book_.add(core, dma, plan, index, issued);
+  if (flow_) {
+    flow_->submit(id, issued);
+    return id;
+  }
   schedule(issued + from_ns(arch_.dma_start_latency_ns), EventKind::transfer_ready, id);
   return id;
 }
@@ -255,7 +247,7 @@ void MemorySystem::on_ready(uint32_t id, Picoseconds now) {
     }
     const uint32_t engine =
         t.core * arch_.dma_engines + (plan.first_engine + i) % arch_.dma_engines;
-    EngineQueue& q = engines_[engine].queues[hw_queue];
+    IndexList& q = engines_[engine].queues[hw_queue];
     if (q.tail == kNone) {
       q.head = pid;
     } else {
@@ -280,9 +272,8 @@ uint32_t MemorySystem::issue_hbm(uint32_t chunk, const DmaTransfer& t, uint64_t 
     if (write ? !plan.writes_hbm : !plan.reads_hbm) continue;
     const isa::AccessPattern& ap = write ? in.dst : in.src[0];
     // A transposing transfer reads its HBM block in descriptor order.
-    const bool transpose = in.dma_transpose || in.opcode == isa::Opcode::dma_transpose;
-    const uint64_t address =
-        transpose ? ap.offset + descriptor * plan.run_bytes : run_address(ap, plan, descriptor);
+    const uint64_t address = plan.transpose ? ap.offset + descriptor * plan.run_bytes
+                                            : run_address(ap, plan, descriptor);
     pieces += hbm_.enqueue(now, t.core, address + offset, bytes, write, chunk, need);
   }
   return pieces;
@@ -305,7 +296,7 @@ void MemorySystem::on_engine_free(uint32_t engine, Picoseconds now) {
   }
   if (q == kNone) return;  // idle until a transfer becomes ready
   eng.round_robin = (q + 1) % nq;
-  EngineQueue& queue = eng.queues[q];
+  IndexList& queue = eng.queues[q];
   EnginePart& part = parts_[queue.head];
   DmaTransfer& t = book_[part.transfer];
   const DmaPlan& plan = *t.plan;

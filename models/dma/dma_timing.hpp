@@ -33,6 +33,13 @@
 
 namespace trnsim::models {
 
+// A singly linked list by index (head and tail; each element keeps its own `next`): a queue's
+// transfers in order, an engine queue's parts.
+struct IndexList {
+  uint32_t head = UINT32_MAX;
+  uint32_t tail = UINT32_MAX;
+};
+
 struct DmaPlan {
   uint64_t bytes = 0;
   uint32_t engines = 0;       // DMA engines that take part: the semaphore rises by this
@@ -48,9 +55,14 @@ struct DmaPlan {
   uint64_t hbm_bytes = 0;          // bytes read from plus written to HBM
   bool reads_hbm = false;
   bool writes_hbm = false;
+  bool transpose = false;  // through the DMA transpose unit (dma_transpose, or a flagged copy)
 };
 
 DmaPlan plan_transfer(const isa::Instruction& dma, const isa::ArchConfig& arch);
+
+// Busy time of a DMA engine that moves `partitions` partitions of the transfer alone: a
+// descriptor overhead plus its bytes at the transfer's engine rate, per descriptor.
+Picoseconds engine_time_for(const DmaPlan& plan, const isa::ArchConfig& arch, uint64_t partitions);
 
 // Byte address in HBM of byte `offset_in_run` of descriptor `descriptor` (partition-major) of
 // the HBM-side access pattern `ap`.
@@ -92,16 +104,12 @@ class TransferBook {
 
  private:
   static constexpr uint32_t kNone = UINT32_MAX;
-  struct QueueOrder {
-    uint32_t head = kNone;
-    uint32_t tail = kNone;
-  };
-  QueueOrder& order(uint32_t core, uint16_t queue) { return queue_order_[core * queues_ + queue]; }
+  IndexList& order(uint32_t core, uint16_t queue) { return queue_order_[core * queues_ + queue]; }
   uint32_t queues_;
   std::vector<DmaTransfer> transfers_;
   std::vector<uint32_t> free_transfers_;  // ids whose completion was consumed
   size_t submitted_ = 0;
-  std::vector<QueueOrder> queue_order_;
+  std::vector<IndexList> queue_order_;  // in-order completion list per queue of each core
   std::vector<uint32_t> completions_;
   size_t completed_ = 0;
 };
@@ -144,15 +152,13 @@ class MemorySystem {
   // Completed transfers in completion order (times never decrease). The caller delivers them
   // and calls consume_completions() once it has delivered all of them; their ids (and table
   // entries) are then reused, so the tables hold the transfers in flight, not the whole run.
-  const std::vector<uint32_t>& completions() const {
-    return flow_ ? flow_completions() : book_.completions();
-  }
+  const std::vector<uint32_t>& completions() const { return book_.completions(); }
   void consume_completions();
 
   // A transfer by id: valid from submit() until its completion is consumed.
-  const DmaTransfer& transfer(uint32_t id) const { return flow_ ? flow_transfer(id) : book_[id]; }
-  size_t transfer_count() const;
-  size_t incomplete() const;
+  const DmaTransfer& transfer(uint32_t id) const { return book_[id]; }
+  size_t transfer_count() const { return book_.submitted(); }
+  size_t incomplete() const { return book_.incomplete(); }
   // The HBM stacks (stacks(), stack_peak_bytes_per_ns()). Its counters are the detailed
   // model's: use hbm_counters(), which holds the flow model's when that runs.
   const HbmModel& hbm() const { return hbm_; }
@@ -179,13 +185,9 @@ class MemorySystem {
     uint64_t byte_in_run = 0;
     uint32_t next = kNone;
   };
-  struct EngineQueue {
-    uint32_t head = kNone;
-    uint32_t tail = kNone;
-  };
   struct DmaEngine {
     uint32_t core = 0;
-    std::vector<EngineQueue> queues;
+    std::vector<IndexList> queues;
     uint32_t round_robin = 0;  // the queue to look at first
     uint32_t outstanding = 0;
     bool running = false;  // an engine_free event is pending
@@ -201,8 +203,6 @@ class MemorySystem {
   };
 
   uint64_t flow_events() const;
-  const std::vector<uint32_t>& flow_completions() const;
-  const DmaTransfer& flow_transfer(uint32_t id) const;
   void schedule(Picoseconds t, EventKind kind, uint32_t id);
   void on_ready(uint32_t transfer, Picoseconds now);
   void on_engine_free(uint32_t engine, Picoseconds now);
@@ -225,7 +225,8 @@ class MemorySystem {
   std::vector<DmaEngine> engines_;
   std::vector<Chunk> chunks_;
   uint32_t free_chunk_ = kNone;
-  std::unique_ptr<FlowMemorySystem> flow_;  // set: every call goes there
+  // Set (arch.dma_flow_model): the flow model moves the transfers of book_ instead.
+  std::unique_ptr<FlowMemorySystem> flow_;
 };
 
 }  // namespace trnsim::models

@@ -6,8 +6,8 @@
 
 namespace trnsim::models {
 
-FlowMemorySystem::FlowMemorySystem(const isa::ArchConfig& arch, uint32_t cores,
-                                   size_t max_transfers, const HbmModel& hbm)
+FlowMemorySystem::FlowMemorySystem(const isa::ArchConfig& arch, uint32_t cores, const HbmModel& hbm,
+                                   TransferBook& book)
     : arch_(arch),
       cores_(cores == 0 ? 1 : cores),
       cores_per_stack_(std::max(1u, arch.hbm.cores_per_stack)),
@@ -19,7 +19,7 @@ FlowMemorySystem::FlowMemorySystem(const isa::ArchConfig& arch, uint32_t cores,
                     std::max(1u, arch.dma_chunk_bytes)),
       read_tail_(from_ns(arch.hbm_latency_ns + arch.hbm.t_cl)),
       write_tail_(from_ns(arch.hbm_latency_ns + arch.hbm.t_cwl)),
-      book_(arch, cores_, max_transfers) {
+      book_(book) {
   // One pseudo-channel's share of the stack peak, bytes per ps.
   const double channel = stack_peak_ / channels_;
   bus_ps_per_byte_ = channel > 0 ? 1.0 / channel : 0.0;
@@ -30,8 +30,7 @@ FlowMemorySystem::FlowMemorySystem(const isa::ArchConfig& arch, uint32_t cores,
   const size_t engines = static_cast<size_t>(cores_) * arch.dma_engines;
   engines_.resize(engines);
   for (auto& e : engines_) e.queues.resize(std::max(1u, arch.dma_queues_per_engine));
-  const size_t reserve = std::min<size_t>(max_transfers, 4096);
-  flows_.reserve(reserve);
+  flows_.reserve(engines * 16);  // grown as needed: flows are reused once finished
   events_.reserve(1024);
   const size_t channels = static_cast<size_t>(hbm.stacks()) * channels_;
   const size_t constraints = 2 * engines + channels;
@@ -61,15 +60,8 @@ Picoseconds FlowMemorySystem::next_event_time() const {
   return Picoseconds(std::min({heap, next_finish_, pending}));
 }
 
-void FlowMemorySystem::consume_completions() {
-  book_.consume_completions();
-}
-
-uint32_t FlowMemorySystem::submit(uint32_t core, const isa::Instruction& dma, const DmaPlan& plan,
-                                  uint32_t index, Picoseconds issued) {
-  const uint32_t id = book_.add(core, dma, plan, index, issued);
+void FlowMemorySystem::submit(uint32_t id, Picoseconds issued) {
   schedule(issued + from_ns(arch_.dma_start_latency_ns), EventKind::transfer_ready, id);
-  return id;
 }
 
 void FlowMemorySystem::run_until(Picoseconds horizon) {
@@ -145,7 +137,7 @@ void FlowMemorySystem::spread(const DmaTransfer& t, bool write, uint64_t first, 
     }
   };
   // A transposing transfer reads its HBM block in descriptor order: one contiguous range.
-  if (in.dma_transpose || in.opcode == isa::Opcode::dma_transpose) {
+  if (plan.transpose) {
     range(ap.offset + first * plan.run_bytes, (end - first) * plan.run_bytes, 1);
     return;
   }
@@ -164,8 +156,6 @@ void FlowMemorySystem::on_ready(uint32_t id, Picoseconds now) {
   const bool reads = plan.reads_hbm, writes = plan.writes_hbm;
   const uint32_t engines = static_cast<uint32_t>(engines_.size());
   const uint32_t first_channel = 2 * engines + (t.core / cores_per_stack_) * channels_;
-  const double per_descriptor_ns = arch_.dma_descriptor_overhead_ns +
-                                   static_cast<double>(plan.run_bytes) / plan.engine_bytes_per_ns;
   const double round_trip = !reads && !writes ? 0.0
                                               : std::max(reads ? read_round_trip_ : 0.0,
                                                          writes ? write_round_trip_ : 0.0);
@@ -174,11 +164,9 @@ void FlowMemorySystem::on_ready(uint32_t id, Picoseconds now) {
   // partitions have the same spread: it is computed once.
   const uint64_t period =
       static_cast<uint64_t>(std::max(1u, arch_.hbm.interleave_bytes)) * channels_;
-  const bool transpose =
-      t.instruction->dma_transpose || t.instruction->opcode == isa::Opcode::dma_transpose;
   auto shifts_by_rounds = [&](const isa::AccessPattern& ap) {
     const uint64_t part_shift =
-        transpose
+        plan.transpose
             ? uint64_t{plan.partitions_per_engine} * plan.runs_per_partition * plan.run_bytes
             : uint64_t{plan.partitions_per_engine} *
                   static_cast<uint64_t>(std::llabs(ap.partition_stride)) * isa::size_of(ap.dtype);
@@ -204,9 +192,7 @@ void FlowMemorySystem::on_ready(uint32_t id, Picoseconds now) {
     flow.engine = t.core * arch_.dma_engines + (plan.first_engine + i) % arch_.dma_engines;
     flow.next = kNone;
     flow.bytes = static_cast<uint64_t>(count) * plan.runs_per_partition * plan.run_bytes;
-    // As plan_transfer computes the most loaded engine's time.
-    flow.engine_time =
-        from_ns(per_descriptor_ns * static_cast<double>(plan.runs_per_partition) * count);
+    flow.engine_time = engine_time_for(plan, arch_, count);
     flow.remaining = static_cast<double>(flow.bytes);
     flow.hbm_factor = (reads ? 1.0 : 0.0) + (writes ? 1.0 : 0.0);
     flow.rate = 0;
@@ -239,7 +225,7 @@ void FlowMemorySystem::on_ready(uint32_t id, Picoseconds now) {
         }
       }
     }
-    EngineQueue& q = engines_[flow.engine].queues[hw_queue];
+    IndexList& q = engines_[flow.engine].queues[hw_queue];
     ++parts;
     if (q.tail == kNone) {
       q.head = q.tail = fid;
@@ -282,7 +268,7 @@ void FlowMemorySystem::finish(uint32_t f, Picoseconds now) {
   active_.pop_back();
   changed_ = true;
   // The next part of its (engine, hardware queue) starts.
-  EngineQueue& q = engine.queues[t.queue % std::max(1u, arch_.dma_queues_per_engine)];
+  IndexList& q = engine.queues[t.queue % std::max(1u, arch_.dma_queues_per_engine)];
   q.head = flow.next;
   if (q.head == kNone) {
     q.tail = kNone;

@@ -64,20 +64,16 @@ namespace trnsim::models {
 
 class FlowMemorySystem {
  public:
-  // `hbm` gives the stacks and their peak (its scheduler is not used).
-  FlowMemorySystem(const isa::ArchConfig& arch, uint32_t cores, size_t max_transfers,
-                   const HbmModel& hbm);
+  // `hbm` gives the stacks and their peak (its scheduler is not used); `book` is the
+  // MemorySystem's record of the transfers (ids, in-order completion, completions to deliver).
+  FlowMemorySystem(const isa::ArchConfig& arch, uint32_t cores, const HbmModel& hbm,
+                   TransferBook& book);
 
-  uint32_t submit(uint32_t core, const isa::Instruction& dma, const DmaPlan& plan, uint32_t index,
-                  Picoseconds issued);
+  // Transfer `id` of the book, triggered at `issued`.
+  void submit(uint32_t id, Picoseconds issued);
   void run_until(Picoseconds horizon);
   Picoseconds next_event_time() const;
   uint64_t events_processed() const { return events_processed_; }
-  const std::vector<uint32_t>& completions() const { return book_.completions(); }
-  void consume_completions();
-  const DmaTransfer& transfer(uint32_t id) const { return book_[id]; }
-  size_t transfer_count() const { return book_.submitted(); }
-  size_t incomplete() const { return book_.incomplete(); }
   Picoseconds engine_busy(uint32_t core, uint32_t engine) const {
     return engines_[core * arch_.dma_engines + engine].busy;
   }
@@ -116,12 +112,8 @@ class FlowMemorySystem {
     uint64_t bytes = 0;
     bool frozen = false;
   };
-  struct EngineQueue {
-    uint32_t head = kNone;
-    uint32_t tail = kNone;
-  };
   struct Engine {
-    std::vector<EngineQueue> queues;
+    std::vector<IndexList> queues;
     Picoseconds busy;
   };
 
@@ -152,7 +144,7 @@ class FlowMemorySystem {
   std::vector<Event> events_;
   uint64_t seq_ = 0;
   uint64_t events_processed_ = 0;
-  TransferBook book_;
+  TransferBook& book_;
   std::vector<Flow> flows_;
   std::vector<uint32_t> free_flows_;
   std::vector<Engine> engines_;
