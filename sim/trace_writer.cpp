@@ -231,6 +231,23 @@ void TraceWriter::flush_if_full() {
   buffer_.clear();
 }
 
+// Operand text repeats: tiles cycle through a few buffers, and a stream of one instruction
+// repeats its patterns. A direct-mapped cache keyed by the pattern's fields turns most of the
+// formatting (AccessPattern::append_to, about 220 machine instructions) into a copy.
+void TraceWriter::append_pattern(TraceText& out, const isa::AccessPattern& ap) {
+  uint64_t h = ap.offset * 0x9E3779B97F4A7C15ull;
+  h ^= (static_cast<uint64_t>(ap.start_partition) << 32 | ap.partitions) * 0xC2B2AE3D27D4EB4Full;
+  h ^= static_cast<uint64_t>(ap.dims[ap.ndims > 0 ? ap.ndims - 1 : 0].count) << 7;
+  h ^= static_cast<uint64_t>(ap.memory) << 3 ^ static_cast<uint64_t>(ap.dtype) << 5;
+  CachedPattern& c = pattern_cache_[(h >> 40) % kPatternCacheSize];
+  if (!c.valid || c.ap != ap) {
+    c.ap = ap;
+    c.size = static_cast<uint16_t>(ap.append_to(c.text.data()) - c.text.data());
+    c.valid = true;
+  }
+  out.append(c.text.data(), c.size);
+}
+
 void TraceWriter::on_instruction(const models::InstructionRecord& r) {
   const isa::Instruction& in = program_.stream(r.engine)[r.index];
   const int lane = engine_lane(r.engine);
@@ -666,27 +683,6 @@ void TraceWriter::close() {
   file_.write(buffer_.view());
   buffer_.clear();
   file_.close();
-}
-
-}  // namespace trnsim::sim
-
-namespace trnsim::sim {
-
-// Operand text repeats: tiles cycle through a few buffers, and a stream of one instruction
-// repeats its patterns. A direct-mapped cache keyed by the pattern's fields turns most of the
-// formatting (AccessPattern::append_to, about 220 machine instructions) into a copy.
-void TraceWriter::append_pattern(TraceText& out, const isa::AccessPattern& ap) {
-  uint64_t h = ap.offset * 0x9E3779B97F4A7C15ull;
-  h ^= (static_cast<uint64_t>(ap.start_partition) << 32 | ap.partitions) * 0xC2B2AE3D27D4EB4Full;
-  h ^= static_cast<uint64_t>(ap.dims[ap.ndims > 0 ? ap.ndims - 1 : 0].count) << 7;
-  h ^= static_cast<uint64_t>(ap.memory) << 3 ^ static_cast<uint64_t>(ap.dtype) << 5;
-  CachedPattern& c = pattern_cache_[(h >> 40) % kPatternCacheSize];
-  if (!c.valid || c.ap != ap) {
-    c.ap = ap;
-    c.size = static_cast<uint16_t>(ap.append_to(c.text.data()) - c.text.data());
-    c.valid = true;
-  }
-  out.append(c.text.data(), c.size);
 }
 
 }  // namespace trnsim::sim
