@@ -313,17 +313,31 @@ double number(const json& j, const char* key) {
   return j.contains(key) && j[key].is_number() ? j[key].get<double>() : 0.0;
 }
 
+// A run's output directory (the files trnsim writes there) and its captured stderr.
+void remove_outputs(const std::string& dir, const std::string& stderr_file) {
+  for (const char* f : {"perf.json", "stats.json", "trace.json", "report.html"}) {
+    std::remove((dir + "/" + f).c_str());
+  }
+  ::rmdir(dir.c_str());
+  std::remove(stderr_file.c_str());
+}
+
 json run_case(const Case& c, const Options& o) {
   json r = {{"name", c.name}, {"workload", c.workload}, {"mode", c.mode}};
   if (!c.sets.empty()) r["set"] = c.sets;
   if (!c.note.empty()) r["note"] = c.note;
   const std::string out = o.work + "/" + c.name;
-  std::vector<std::string> argv = {o.trnsim, c.workload, "--perf", "--out", out};
-  if (c.mode == "timing-only") argv.push_back("--timing-only");
-  for (const auto& s : c.sets) {
-    argv.push_back("--set");
-    argv.push_back(s);
-  }
+  // The case's command, writing to `dir`.
+  auto command = [&](const std::string& dir, bool timing_only) {
+    std::vector<std::string> args = {o.trnsim, c.workload, "--perf", "--out", dir};
+    if (timing_only) args.push_back("--timing-only");
+    for (const auto& s : c.sets) {
+      args.push_back("--set");
+      args.push_back(s);
+    }
+    return args;
+  };
+  const std::vector<std::string> argv = command(out, c.mode == "timing-only");
   std::string cmd = "trnsim";
   for (size_t i = 1; i < argv.size(); ++i) cmd += " " + argv[i];
   r["command"] = cmd;
@@ -405,9 +419,7 @@ json run_case(const Case& c, const Options& o) {
         // The simulation phase of a functional run also runs the timing model. The same case
         // timing-only says how much of it is the data path (the arithmetic and the copies),
         // which is what Eigen's time measures the arithmetic against.
-        std::vector<std::string> timing_argv = argv;
-        timing_argv[4] = out + "-timing";
-        timing_argv.push_back("--timing-only");
+        std::vector<std::string> timing_argv = command(out + "-timing", true);
         timing_argv.push_back("--no-report");
         const ChildResult timing =
             run_child(timing_argv, o.work + "/" + c.name + "-timing.stderr", o.timeout);
@@ -419,25 +431,13 @@ json run_case(const Case& c, const Options& o) {
           r["functional_data_cpu_seconds"] = data_cpu;
           r["functional_data_vs_eigen"] = e > 0 ? data_cpu / e : 0.0;
         }
-        if (!o.keep) {
-          for (const char* f : {"perf.json", "stats.json", "trace.json"}) {
-            std::remove((out + "-timing/" + f).c_str());
-          }
-          ::rmdir((out + "-timing").c_str());
-          std::remove((o.work + "/" + c.name + "-timing.stderr").c_str());
-        }
+        if (!o.keep) remove_outputs(out + "-timing", o.work + "/" + c.name + "-timing.stderr");
       }
     } catch (const std::exception& ex) {
       r["eigen_error"] = ex.what();
     }
   }
-  if (!o.keep) {
-    for (const char* f : {"perf.json", "stats.json", "trace.json"}) {
-      std::remove((out + "/" + f).c_str());
-    }
-    ::rmdir(out.c_str());
-    std::remove((o.work + "/" + c.name + ".stderr").c_str());
-  }
+  if (!o.keep) remove_outputs(out, o.work + "/" + c.name + ".stderr");
   return r;
 }
 
