@@ -17,9 +17,10 @@
 //
 // The model is event-driven: its cost grows with chunks and HBM pieces, not with cycles.
 //
-// With the arch flag dma_flow_model set, MemorySystem forwards everything to the flow-level
-// model of models/dma/flow_model.hpp instead (same interface, same transfer semantics, cost per
-// transfer rather than per byte, no row-buffer effects).
+// With the arch flag dma_flow_model set, MemorySystem keeps its TransferBook (ids, in-order
+// completion) and hands the moving of the bytes to the flow-level model of
+// models/dma/flow_model.hpp (same transfer semantics, cost per transfer rather than per byte,
+// no row-buffer effects).
 #pragma once
 
 #include <cstdint>

@@ -1,6 +1,7 @@
 // The flow-level (fluid) memory system, chosen with the arch flag dma_flow_model (default
 // false: the detailed model of dma_timing.hpp). Plain C++ (no SystemC). MemorySystem
-// (dma_timing.hpp) owns one and forwards to it, so callers see one interface either way.
+// (dma_timing.hpp) owns one and gives it the transfers of its TransferBook, so callers see one
+// interface either way.
 //
 // What it keeps of the detailed model's transfer semantics:
 //   - a transfer is ready dma_start_latency_ns after its trigger (a latency that holds nothing);
