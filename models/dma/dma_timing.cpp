@@ -169,13 +169,12 @@ void MemorySystem::consume_completions() {
 }
 
 void MemorySystem::schedule(Picoseconds t, EventKind kind, uint32_t id) {
-  events_.push_back(Event{t.value, seq_++, kind, id});
-  std::push_heap(events_.begin(), events_.end(), std::greater<Event>());
+  events_.push(t, kind, id);
 }
 
 Picoseconds MemorySystem::next_event_time() const {
   if (flow_) return flow_->next_event_time();
-  return Picoseconds(events_.empty() ? kNever : events_.front().time);
+  return Picoseconds(events_.next_time());
 }
 
 uint32_t MemorySystem::submit(uint32_t core, const isa::Instruction& dma, const DmaPlan& plan,
@@ -194,10 +193,8 @@ void MemorySystem::run_until(Picoseconds horizon) {
     flow_->run_until(horizon);
     return;
   }
-  while (!events_.empty() && events_.front().time < horizon.value) {
-    std::pop_heap(events_.begin(), events_.end(), std::greater<Event>());
-    const Event e = events_.back();
-    events_.pop_back();
+  while (events_.next_time() < horizon.value) {
+    const auto e = events_.pop();
     ++events_processed_;
     const Picoseconds now(e.time);
     switch (e.kind) {

@@ -23,7 +23,9 @@
 // no row-buffer effects).
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <vector>
 
@@ -83,6 +85,37 @@ struct DmaTransfer {
   bool data_done = false;
   bool completed = false;
   uint32_t next_in_queue = UINT32_MAX;  // in-order completion list of its queue
+};
+
+// The memory models' pending events, earliest first; events at the same time in the order
+// they were scheduled (so a run is deterministic).
+template <typename Kind>
+class EventHeap {
+ public:
+  struct Event {
+    int64_t time;
+    uint64_t seq;
+    Kind kind;
+    uint32_t id;
+    bool operator>(const Event& o) const { return time != o.time ? time > o.time : seq > o.seq; }
+  };
+  void reserve(size_t n) { events_.reserve(n); }
+  void push(Picoseconds t, Kind kind, uint32_t id) {
+    events_.push_back(Event{t.value, seq_++, kind, id});
+    std::push_heap(events_.begin(), events_.end(), std::greater<Event>());
+  }
+  bool empty() const { return events_.empty(); }
+  int64_t next_time() const { return events_.empty() ? kNever : events_.front().time; }
+  Event pop() {
+    std::pop_heap(events_.begin(), events_.end(), std::greater<Event>());
+    const Event e = events_.back();
+    events_.pop_back();
+    return e;
+  }
+
+ private:
+  std::vector<Event> events_;  // min-heap
+  uint64_t seq_ = 0;
 };
 
 // The transfers in flight, shared by both memory models: ids (reused once a completion is
@@ -171,13 +204,6 @@ class MemorySystem {
  private:
   static constexpr uint32_t kNone = UINT32_MAX;
   enum class EventKind : uint8_t { transfer_ready, engine_free, hbm_decide, chunk_done };
-  struct Event {
-    int64_t time;
-    uint64_t seq;
-    EventKind kind;
-    uint32_t id;
-    bool operator>(const Event& o) const { return time != o.time ? time > o.time : seq > o.seq; }
-  };
   struct EnginePart {  // one engine's share of one transfer
     uint32_t transfer = 0;
     uint32_t first_partition = 0;  // relative to the transfer
@@ -217,8 +243,7 @@ class MemorySystem {
   uint32_t cores_;
   Picoseconds lookahead_;
   HbmModel hbm_;
-  std::vector<Event> events_;  // min-heap
-  uint64_t seq_ = 0;
+  EventHeap<EventKind> events_;
   uint64_t events_processed_ = 0;
   TransferBook book_;
   std::vector<EnginePart> parts_;

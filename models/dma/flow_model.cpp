@@ -48,12 +48,11 @@ FlowMemorySystem::FlowMemorySystem(const isa::ArchConfig& arch, uint32_t cores, 
 }
 
 void FlowMemorySystem::schedule(Picoseconds t, EventKind kind, uint32_t id) {
-  events_.push_back(Event{t.value, seq_++, kind, id});
-  std::push_heap(events_.begin(), events_.end(), std::greater<Event>());
+  events_.push(t, kind, id);
 }
 
 Picoseconds FlowMemorySystem::next_event_time() const {
-  const int64_t heap = events_.empty() ? kNever : events_.front().time;
+  const int64_t heap = events_.next_time();
   // A pending rate computation happens at the time of the change that asked for it, which
   // run_until has already reached: it is never later than last_.
   const int64_t pending = changed_ ? last_.value : kNever;
@@ -66,16 +65,14 @@ void FlowMemorySystem::submit(uint32_t id, Picoseconds issued) {
 
 void FlowMemorySystem::run_until(Picoseconds horizon) {
   for (;;) {
-    const int64_t heap = events_.empty() ? kNever : events_.front().time;
+    const int64_t heap = events_.next_time();
     int64_t t = std::min(heap, next_finish_);
     if (changed_) t = std::min(t, last_.value);
     if (t == kNever || t >= horizon.value) return;
     const Picoseconds now(t);
     advance(now);
-    while (!events_.empty() && events_.front().time == t) {
-      std::pop_heap(events_.begin(), events_.end(), std::greater<Event>());
-      const Event e = events_.back();
-      events_.pop_back();
+    while (events_.next_time() == t) {
+      const auto e = events_.pop();
       ++events_processed_;
       if (e.kind == EventKind::transfer_ready) {
         on_ready(e.id, now);

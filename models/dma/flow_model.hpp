@@ -84,13 +84,6 @@ class FlowMemorySystem {
  private:
   static constexpr uint32_t kNone = UINT32_MAX;
   enum class EventKind : uint8_t { transfer_ready, transfer_done };
-  struct Event {
-    int64_t time;
-    uint64_t seq;
-    EventKind kind;
-    uint32_t id;
-    bool operator>(const Event& o) const { return time != o.time ? time > o.time : seq > o.seq; }
-  };
   // Descriptors per part the pseudo-channel spread is computed from, at most.
   static constexpr uint64_t kSampledDescriptors = 256;
   struct Term {  // a flow's use of one constraint: coefficient x rate
@@ -142,8 +135,7 @@ class FlowMemorySystem {
   double read_round_trip_, write_round_trip_;  // ps, of one chunk through HBM
   Picoseconds read_tail_, write_tail_;
   double bus_ps_per_byte_;  // one pseudo-channel's data bus
-  std::vector<Event> events_;
-  uint64_t seq_ = 0;
+  EventHeap<EventKind> events_;
   uint64_t events_processed_ = 0;
   TransferBook& book_;
   std::vector<Flow> flows_;
