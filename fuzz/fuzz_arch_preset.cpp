@@ -6,24 +6,25 @@
 //   and sources.
 #include <cstdlib>
 
+#include "config/arch.hpp"
+#include "config/arch_file.hpp"
 #include "fuzz/fuzz_support.hpp"
-#include "isa/arch.hpp"
-#include "isa/arch_file.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string text = trnsim_fuzz::text_of(data, size);
-  const auto a = trnsim::isa::preset(text);
-  if (a && (a->name != text || trnsim::isa::preset_names().find(text) == std::string::npos)) {
+  const auto a = trnsim::config::preset(text);
+  if (a && (a->name != text || trnsim::config::preset_names().find(text) == std::string::npos)) {
     std::abort();
   }
-  trnsim::isa::ArchSpec spec;
+  trnsim::config::ArchSpec spec;
   try {
-    spec = trnsim::isa::parse_arch_document(text, "fuzz.json");
-  } catch (const trnsim::isa::ArchFileError&) {
+    spec = trnsim::config::parse_arch_document(text, "fuzz.json");
+  } catch (const trnsim::config::ArchFileError&) {
     return 0;
   }
-  const auto back = trnsim::isa::parse_arch_document(trnsim::isa::arch_document(spec), "back.json");
-  for (const auto& p : trnsim::isa::parameters()) {
+  const auto back =
+      trnsim::config::parse_arch_document(trnsim::config::arch_document(spec), "back.json");
+  for (const auto& p : trnsim::config::parameters()) {
     if (p.get(back.config) != p.get(spec.config)) std::abort();
   }
   if (back.sources != spec.sources || back.config.name != spec.config.name) std::abort();

@@ -2,10 +2,11 @@
 // rejects duplicate keys and deep nesting), isa::from_json, lower for timing only, validate,
 // check for deadlock. Bad input must end in WorkloadError (malformed JSON), AssemblyError or
 // ValidationError.
+#include "compiler/deadlock.hpp"
+#include "compiler/synchronize.hpp"
+#include "config/arch.hpp"
 #include "fuzz/fuzz_support.hpp"
-#include "isa/arch.hpp"
-#include "isa/assembly.hpp"
-#include "isa/synchronize.hpp"
+#include "isa/text/assembly.hpp"
 #include "isa/validate.hpp"
 #include "workloads/program.hpp"
 #include "workloads/workload.hpp"
@@ -13,12 +14,12 @@
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace trnsim;
   const std::string text = trnsim_fuzz::text_of(data, size);
-  const isa::ArchConfig arch = isa::trn2();
+  const config::ArchConfig arch = config::trn2();
   try {
     const isa::Assembly a = isa::from_json(workloads::parse_json(text, "fuzz.json"), "fuzz.json");
     const workloads::LoweredKernel k = workloads::lower_assembly(a, arch, /*functional=*/false);
     isa::validate(k.program, arch);
-    (void)isa::find_deadlock(k.program, arch);
+    (void)compiler::find_deadlock(k.program, arch);
   } catch (const workloads::WorkloadError&) {
   } catch (const isa::AssemblyError&) {
   } catch (const isa::ValidationError&) {

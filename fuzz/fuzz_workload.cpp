@@ -6,9 +6,10 @@
 // million instructions) takes tens of seconds and over a GiB under the sanitizers, which
 // libFuzzer reports as a timeout or out-of-memory although the work is bounded and linear. The
 // cap's own check runs the same code either way.
+#include "compiler/deadlock.hpp"
+#include "compiler/synchronize.hpp"
+#include "config/arch.hpp"
 #include "fuzz/fuzz_support.hpp"
-#include "isa/arch.hpp"
-#include "isa/synchronize.hpp"
 #include "isa/validate.hpp"
 #include "workloads/lowering.hpp"
 #include "workloads/workload.hpp"
@@ -24,12 +25,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   } catch (const workloads::WorkloadError&) {
     return 0;
   }
-  for (isa::ArchConfig arch : {isa::trn1(), isa::trn2()}) {
+  for (config::ArchConfig arch : {config::trn1(), config::trn2()}) {
     arch.max_instructions = kFuzzMaxInstructions;
     try {
       const workloads::LoweredKernel k = workloads::lower(w, arch, /*functional=*/false);
       isa::validate(k.program, arch);
-      (void)isa::find_deadlock(k.program, arch);
+      (void)compiler::find_deadlock(k.program, arch);
     } catch (const workloads::WorkloadError&) {
     } catch (const isa::ValidationError&) {
     }

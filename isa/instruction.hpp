@@ -10,9 +10,9 @@
 #include <string_view>
 #include <vector>
 
+#include "base/small_vector.hpp"
+#include "config/arch.hpp"
 #include "isa/access_pattern.hpp"
-#include "isa/arch.hpp"
-#include "isa/small_vector.hpp"
 
 namespace trnsim::isa {
 
@@ -207,8 +207,8 @@ struct Instruction {
   std::array<uint8_t, 32> shuffle_mask{};  // shuffle: source lane within each 32 partitions
 
   // Inline room for one of each (most instructions have at most one): no heap allocation.
-  SmallVector<SemaphoreWait, 1> waits;
-  SmallVector<SemaphoreUpdate, 1> updates;
+  base::SmallVector<SemaphoreWait, 1> waits;
+  base::SmallVector<SemaphoreUpdate, 1> updates;
   std::string label;  // for people: shows in traces and error messages
 
   // The free size N that the cost formulas use (elements per partition of the main input).

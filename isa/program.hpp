@@ -9,8 +9,8 @@
 #include <string>
 #include <vector>
 
+#include "base/large_page_allocator.hpp"
 #include "isa/instruction.hpp"
-#include "isa/large_page_allocator.hpp"
 
 namespace trnsim::isa {
 
@@ -50,7 +50,7 @@ struct HostOp {
 };
 
 // One engine's instructions in order (large ones on huge pages where the system allows).
-using InstructionStream = std::vector<Instruction, LargePageAllocator<Instruction>>;
+using InstructionStream = std::vector<Instruction, base::LargePageAllocator<Instruction>>;
 
 struct Program {
   std::string name;

@@ -7,7 +7,7 @@
 
 namespace trnsim::isa {
 
-MemoryImage::MemoryImage(const ArchConfig& arch, uint64_t dram_bytes)
+MemoryImage::MemoryImage(const config::ArchConfig& arch, uint64_t dram_bytes)
     : partitions(arch.partitions),
       sbuf_partition_bytes(arch.sbuf_partition_bytes),
       psum_partition_bytes(arch.psum_partition_bytes),

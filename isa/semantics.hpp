@@ -7,7 +7,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "isa/arch.hpp"
+#include "config/arch.hpp"
 #include "isa/instruction.hpp"
 
 namespace trnsim::isa {
@@ -21,7 +21,7 @@ struct MemoryImage {
   std::vector<uint8_t> psum;
   std::vector<uint8_t> hbm;
 
-  MemoryImage(const ArchConfig& arch, uint64_t dram_bytes);
+  MemoryImage(const config::ArchConfig& arch, uint64_t dram_bytes);
   // Address of element 0 of partition row `p` (0-based within the pattern).
   uint8_t* row(const AccessPattern& ap, uint32_t p);
   const uint8_t* row(const AccessPattern& ap, uint32_t p) const;

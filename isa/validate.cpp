@@ -10,7 +10,7 @@ bool partition_start_allowed(uint32_t start, uint32_t count) {
   return start % 32 == 0 && start <= 96;
 }
 
-std::string check_access_pattern(const AccessPattern& ap, const ArchConfig& arch,
+std::string check_access_pattern(const AccessPattern& ap, const config::ArchConfig& arch,
                                  uint64_t dram_bytes) {
   if (ap.ndims > kMaxFreeDims) {
     return fmt::format("{} free dimensions, at most {}", ap.ndims, kMaxFreeDims);
@@ -88,7 +88,7 @@ namespace {
 
 struct Checker {
   const Program& program;
-  const ArchConfig& arch;
+  const config::ArchConfig& arch;
   Engine engine;
   size_t index;
   const Instruction& in;
@@ -461,7 +461,7 @@ struct Checker {
 
 }  // namespace
 
-std::string check_instruction(const Program& program, const ArchConfig& arch,
+std::string check_instruction(const Program& program, const config::ArchConfig& arch,
                               const Instruction& in) {
   try {
     Checker{program, arch, in.engine, 0, in, program.dram_bytes()}.run();
@@ -474,7 +474,7 @@ std::string check_instruction(const Program& program, const ArchConfig& arch,
   return {};
 }
 
-void validate(const Program& program, const ArchConfig& arch) {
+void validate(const Program& program, const config::ArchConfig& arch) {
   if (program.semaphores.size() > arch.semaphores) {
     throw ValidationError(fmt::format("the program uses {} semaphores; {} has {}",
                                       program.semaphores.size(), arch.name, arch.semaphores));

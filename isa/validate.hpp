@@ -5,7 +5,7 @@
 #include <stdexcept>
 #include <string>
 
-#include "isa/arch.hpp"
+#include "config/arch.hpp"
 #include "isa/program.hpp"
 
 namespace trnsim::isa {
@@ -22,15 +22,15 @@ class ValidationError : public std::runtime_error {
 
 // Throws ValidationError naming the engine, the instruction index in its stream, the operand
 // and the rule that failed.
-void validate(const Program& program, const ArchConfig& arch);
+void validate(const Program& program, const config::ArchConfig& arch);
 
 // The rules for one instruction on its engine, against the program's semaphores, queues and
 // HBM tensors; returns an empty string when they hold, else the reason (without a prefix).
-std::string check_instruction(const Program& program, const ArchConfig& arch,
+std::string check_instruction(const Program& program, const config::ArchConfig& arch,
                               const Instruction& in);
 
 // The rule for one access pattern alone; returns an empty string when it holds.
-std::string check_access_pattern(const AccessPattern& ap, const ArchConfig& arch,
+std::string check_access_pattern(const AccessPattern& ap, const config::ArchConfig& arch,
                                  uint64_t dram_bytes);
 
 // Partition start rule (section 4): 65-128 partitions start at 0; 33-64 at 0 or 64;

@@ -5,29 +5,12 @@
 
 #include <fmt/format.h>
 
-#include "workloads/dma.hpp"
-#include "workloads/graph_lowering.hpp"
-#include "workloads/kernels.hpp"
-#include "workloads/rmsnorm.hpp"
+#include "workloads/graph/graph_lowering.hpp"
+#include "workloads/kernels/dma.hpp"
+#include "workloads/kernels/kernel_table.hpp"
+#include "workloads/kernels/rmsnorm.hpp"
 
 namespace trnsim::workloads {
-
-uint64_t SeededRandom::next() {
-  uint64_t z = (state_ += 0x9e3779b97f4a7c15ULL);
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-  return z ^ (z >> 31);
-}
-
-double SeededRandom::uniform() {
-  return static_cast<double>(next() >> 11) * 0x1.0p-53;
-}
-
-double SeededRandom::normal() {
-  const double u1 = 1.0 - uniform();  // (0, 1]
-  const double u2 = uniform();
-  return std::sqrt(-2.0 * std::log(u1)) * std::cos(2.0 * M_PI * u2);
-}
 
 void load_inputs(const LoweredKernel& k, isa::MemoryImage& memory) {
   for (const auto& t : k.inputs) {
@@ -80,33 +63,7 @@ CheckResult check_outputs(const LoweredKernel& k, const isa::MemoryImage& memory
   return c;
 }
 
-double rounding_unit(isa::DType dt) {
-  switch (dt) {
-    case isa::DType::fp32:
-      return 0x1.0p-24;
-    case isa::DType::bf16:
-      return 0x1.0p-8;
-    case isa::DType::fp16:
-      return 0x1.0p-11;
-    case isa::DType::fp8_e4m3:
-      return 0x1.0p-4;
-    case isa::DType::fp8_e5m2:
-      return 0x1.0p-3;
-    default:
-      return 0.5;  // integers: half of one
-  }
-}
-
-std::string functional_size_problem(uint64_t hbm_bytes) {
-  if (hbm_bytes <= kMaxFunctionalHbmBytes) return "";
-  return fmt::format(
-      "functional mode would hold {:.1f} GiB of HBM tensors in host memory (with float copies), "
-      "over its {:.1f} GiB limit; use --timing-only, which keeps no tensor data",
-      static_cast<double>(hbm_bytes) / (1ULL << 30),
-      static_cast<double>(kMaxFunctionalHbmBytes) / (1ULL << 30));
-}
-
-LoweredKernel lower(const Workload& w, const isa::ArchConfig& arch, bool functional) {
+LoweredKernel lower(const Workload& w, const config::ArchConfig& arch, bool functional) {
   // parse_workload admits only known kernels and variants.
   if (w.cores > arch.chip_cores) {
     throw WorkloadError(

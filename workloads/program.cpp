@@ -2,8 +2,8 @@
 
 #include <cmath>
 
-#include "isa/synchronize.hpp"
-#include "workloads/rmsnorm.hpp"
+#include "compiler/synchronize.hpp"
+#include "workloads/kernels/rmsnorm.hpp"
 
 namespace trnsim::workloads {
 
@@ -42,14 +42,15 @@ Workload describe_assembly(const isa::Assembly& a) {
   return w;
 }
 
-LoweredKernel lower_assembly(const isa::Assembly& a, const isa::ArchConfig& arch, bool functional) {
+LoweredKernel lower_assembly(const isa::Assembly& a, const config::ArchConfig& arch,
+                             bool functional) {
   LoweredKernel k;
   if (a.sequence.empty()) {
     k.program = a.program;  // the JSON form: streams as given
   } else if (a.auto_sync) {
-    k.program = isa::synchronize(a.sequence, a.program, arch);
+    k.program = compiler::synchronize(a.sequence, a.program, arch);
   } else {
-    k.program = isa::distribute(a.sequence, a.program);
+    k.program = compiler::distribute(a.sequence, a.program);
   }
   k.program.name = describe_assembly(a).name;
   k.choices = {{"synchronization", describe_assembly(a).variant}};

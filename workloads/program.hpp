@@ -3,13 +3,14 @@
 // written sequentially, and `.expect` lines become the functional check.
 #pragma once
 
-#include "isa/assembly.hpp"
+#include "isa/text/assembly.hpp"
 #include "workloads/lowering.hpp"
 
 namespace trnsim::workloads {
 
 // Throws isa::AssemblyError when an expectation's reference cannot be computed.
-LoweredKernel lower_assembly(const isa::Assembly& a, const isa::ArchConfig& arch, bool functional);
+LoweredKernel lower_assembly(const isa::Assembly& a, const config::ArchConfig& arch,
+                             bool functional);
 
 // The Workload that describes a program in stats.json and the summary.
 Workload describe_assembly(const isa::Assembly& a);

@@ -4,18 +4,14 @@
 
 #include <algorithm>
 
-#include "isa/json.hpp"
-#include "workloads/dma.hpp"
-#include "workloads/graph.hpp"
-#include "workloads/kernels.hpp"
+#include "base/json.hpp"
+#include "workloads/graph/graph.hpp"
+#include "workloads/kernels/dma.hpp"
+#include "workloads/kernels/kernel_table.hpp"
 
 namespace trnsim::workloads {
 
 using nlohmann::json;
-
-WorkloadError::WorkloadError(const std::string& file, const std::string& where,
-                             const std::string& what)
-    : std::runtime_error(fmt::format("{}: {}: {}", file, where, what)) {}
 
 namespace {
 
@@ -61,8 +57,8 @@ struct Reader {
 
 nlohmann::json parse_json(const std::string& text, const std::string& file) {
   try {
-    return isa::parse_json_text<nlohmann::json>(text, file);
-  } catch (const isa::JsonError& e) {
+    return base::parse_json_text<nlohmann::json>(text, file);
+  } catch (const base::JsonError& e) {
     throw WorkloadError(file, e.where(), e.what_text());
   }
 }

@@ -7,7 +7,7 @@
 
 namespace trnsim::models {
 
-DmaPlan plan_transfer(const isa::Instruction& dma, const isa::ArchConfig& arch) {
+DmaPlan plan_transfer(const isa::Instruction& dma, const config::ArchConfig& arch) {
   const auto& src = dma.src[0];
   const auto& dst = dma.dst;
   DmaPlan plan;
@@ -41,7 +41,8 @@ DmaPlan plan_transfer(const isa::Instruction& dma, const isa::ArchConfig& arch) 
   return plan;
 }
 
-Picoseconds engine_time_for(const DmaPlan& plan, const isa::ArchConfig& arch, uint64_t partitions) {
+Picoseconds engine_time_for(const DmaPlan& plan, const config::ArchConfig& arch,
+                            uint64_t partitions) {
   const double per_descriptor_ns = arch.dma_descriptor_overhead_ns +
                                    static_cast<double>(plan.run_bytes) / plan.engine_bytes_per_ns;
   return from_ns(per_descriptor_ns * static_cast<double>(plan.runs_per_partition) *
@@ -65,7 +66,7 @@ uint64_t run_address(const isa::AccessPattern& ap, const DmaPlan& plan, uint64_t
   return ap.offset + static_cast<uint64_t>(offset) * es;
 }
 
-TransferBook::TransferBook(const isa::ArchConfig& arch, uint32_t cores, size_t max_transfers)
+TransferBook::TransferBook(const config::ArchConfig& arch, uint32_t cores, size_t max_transfers)
     : queues_(std::max(arch.dma_queues, 1u)) {
   // Grown as needed up to the transfers in flight at once (ids are reused): only the count's
   // order of magnitude is reserved.
@@ -125,7 +126,7 @@ void TransferBook::consume_completions() {
   completions_.clear();
 }
 
-MemorySystem::MemorySystem(const isa::ArchConfig& arch, uint32_t cores, size_t max_transfers)
+MemorySystem::MemorySystem(const config::ArchConfig& arch, uint32_t cores, size_t max_transfers)
     : arch_(arch),
       cores_(cores == 0 ? 1 : cores),
       lookahead_(max(from_ns(arch.dma_start_latency_ns), Picoseconds(1))),

@@ -29,9 +29,9 @@
 #include <memory>
 #include <vector>
 
-#include "isa/arch.hpp"
+#include "base/units.hpp"
+#include "config/arch.hpp"
 #include "isa/instruction.hpp"
-#include "isa/units.hpp"
 #include "models/hbm/hbm.hpp"
 
 namespace trnsim::models {
@@ -61,11 +61,12 @@ struct DmaPlan {
   bool transpose = false;  // through the DMA transpose unit (dma_transpose, or a flagged copy)
 };
 
-DmaPlan plan_transfer(const isa::Instruction& dma, const isa::ArchConfig& arch);
+DmaPlan plan_transfer(const isa::Instruction& dma, const config::ArchConfig& arch);
 
 // Busy time of a DMA engine that moves `partitions` partitions of the transfer alone: a
 // descriptor overhead plus its bytes at the transfer's engine rate, per descriptor.
-Picoseconds engine_time_for(const DmaPlan& plan, const isa::ArchConfig& arch, uint64_t partitions);
+Picoseconds engine_time_for(const DmaPlan& plan, const config::ArchConfig& arch,
+                            uint64_t partitions);
 
 // Byte address in HBM of byte `offset_in_run` of descriptor `descriptor` (partition-major) of
 // the HBM-side access pattern `ap`.
@@ -122,7 +123,7 @@ class EventHeap {
 // consumed), per-queue in-order completion (D1) and the list of completions to deliver.
 class TransferBook {
  public:
-  TransferBook(const isa::ArchConfig& arch, uint32_t cores, size_t max_transfers);
+  TransferBook(const config::ArchConfig& arch, uint32_t cores, size_t max_transfers);
   // Enters a transfer whose trigger completed at `issued`; returns its id.
   uint32_t add(uint32_t core, const isa::Instruction& dma, const DmaPlan& plan, uint32_t index,
                Picoseconds issued);
@@ -160,7 +161,7 @@ class MemorySystem {
  public:
   // `max_transfers`: how many transfers the run will submit (sizes the tables up front, so
   // that the event path does not allocate).
-  MemorySystem(const isa::ArchConfig& arch, uint32_t cores, size_t max_transfers);
+  MemorySystem(const config::ArchConfig& arch, uint32_t cores, size_t max_transfers);
   ~MemorySystem();
   MemorySystem(const MemorySystem&) = delete;
   MemorySystem& operator=(const MemorySystem&) = delete;
@@ -239,7 +240,7 @@ class MemorySystem {
   uint32_t issue_hbm(uint32_t chunk, const DmaTransfer& t, uint64_t descriptor, uint64_t offset,
                      uint64_t bytes, Picoseconds now);
 
-  const isa::ArchConfig& arch_;
+  const config::ArchConfig& arch_;
   uint32_t cores_;
   Picoseconds lookahead_;
   HbmModel hbm_;

@@ -6,8 +6,8 @@
 
 namespace trnsim::models {
 
-FlowMemorySystem::FlowMemorySystem(const isa::ArchConfig& arch, uint32_t cores, const HbmModel& hbm,
-                                   TransferBook& book)
+FlowMemorySystem::FlowMemorySystem(const config::ArchConfig& arch, uint32_t cores,
+                                   const HbmModel& hbm, TransferBook& book)
     : arch_(arch),
       cores_(cores == 0 ? 1 : cores),
       cores_per_stack_(std::max(1u, arch.hbm.cores_per_stack)),

@@ -55,9 +55,9 @@
 #include <cstdint>
 #include <vector>
 
-#include "isa/arch.hpp"
+#include "base/units.hpp"
+#include "config/arch.hpp"
 #include "isa/instruction.hpp"
-#include "isa/units.hpp"
 #include "models/dma/dma_timing.hpp"
 #include "models/hbm/hbm.hpp"
 
@@ -67,7 +67,7 @@ class FlowMemorySystem {
  public:
   // `hbm` gives the stacks and their peak (its scheduler is not used); `book` is the
   // MemorySystem's record of the transfers (ids, in-order completion, completions to deliver).
-  FlowMemorySystem(const isa::ArchConfig& arch, uint32_t cores, const HbmModel& hbm,
+  FlowMemorySystem(const config::ArchConfig& arch, uint32_t cores, const HbmModel& hbm,
                    TransferBook& book);
 
   // Transfer `id` of the book, triggered at `issued`.
@@ -122,7 +122,7 @@ class FlowMemorySystem {
   // channel_bytes_.
   void spread(const DmaTransfer& t, bool write, uint64_t first, uint64_t end);
 
-  const isa::ArchConfig& arch_;
+  const config::ArchConfig& arch_;
   uint32_t cores_;
   uint32_t cores_per_stack_;
   uint32_t channels_;    // pseudo-channels per stack

@@ -11,7 +11,7 @@ Picoseconds times(Picoseconds t, uint64_t n) {
 }
 }  // namespace
 
-HbmModel::HbmModel(const isa::ArchConfig& arch, uint32_t stacks)
+HbmModel::HbmModel(const config::ArchConfig& arch, uint32_t stacks)
     : hbm_(arch.hbm),
       stacks_(stacks == 0 ? 1 : stacks),
       core_bytes_(arch.hbm_capacity_bytes),

@@ -25,8 +25,8 @@
 #include <cstdint>
 #include <vector>
 
-#include "isa/arch.hpp"
-#include "isa/units.hpp"
+#include "base/units.hpp"
+#include "config/arch.hpp"
 
 namespace trnsim::models {
 
@@ -71,7 +71,7 @@ class HbmModel {
  public:
   // `stacks` stacks of the preset's organisation; core c uses stack c / cores_per_stack, and
   // the cores sharing a stack have address spaces of hbm_capacity_bytes side by side.
-  HbmModel(const isa::ArchConfig& arch, uint32_t stacks);
+  HbmModel(const config::ArchConfig& arch, uint32_t stacks);
 
   HbmLocation locate(uint32_t core, uint64_t address) const;
 
@@ -173,7 +173,7 @@ class HbmModel {
   int64_t refresh_offset(uint32_t bank) const;
   int64_t refresh_periods(int64_t n) const;  // floor(n / tREFI), n >= 0
 
-  const isa::ArchConfig::Hbm hbm_;
+  const config::ArchConfig::Hbm hbm_;
   uint32_t stacks_;
   uint64_t core_bytes_;
   uint32_t cores_per_stack_;

@@ -7,7 +7,6 @@ namespace trnsim::models {
 
 using isa::AluOp;
 using isa::DType;
-using isa::Engine;
 using isa::Memory;
 using isa::Opcode;
 
@@ -35,7 +34,7 @@ bool tensor_tensor_fast_path(const isa::Instruction& in) {
   return placement && all_bf16 && op && stride_one;
 }
 
-uint32_t vector_perf_mode(const isa::Instruction& in, const isa::ArchConfig& arch) {
+uint32_t vector_perf_mode(const isa::Instruction& in, const config::ArchConfig& arch) {
   if (!arch.vector_perf_modes || in.engine != Engine::vector) return 1;
   const bool half =
       all_operands(in, [](const isa::AccessPattern& ap) { return isa::is_half(ap.dtype); });
@@ -55,7 +54,7 @@ uint32_t vector_perf_mode(const isa::Instruction& in, const isa::ArchConfig& arc
   }
 }
 
-Cycles instruction_cycles(const isa::Instruction& in, const isa::ArchConfig& arch) {
+Cycles instruction_cycles(const isa::Instruction& in, const config::ArchConfig& arch) {
   const uint64_t min_ii = arch.min_ii_cycles;
   const uint64_t n = in.free_size();
   const uint64_t mode = vector_perf_mode(in, arch);
@@ -155,11 +154,11 @@ Cycles instruction_cycles(const isa::Instruction& in, const isa::ArchConfig& arc
   return Cycles(c);
 }
 
-Picoseconds instruction_time(const isa::Instruction& in, const isa::ArchConfig& arch) {
+Picoseconds instruction_time(const isa::Instruction& in, const config::ArchConfig& arch) {
   return instruction_time(instruction_cycles(in, arch), in, arch);
 }
 
-uint32_t ports_of(const isa::Instruction& in, const isa::ArchConfig& arch) {
+uint32_t ports_of(const isa::Instruction& in, const config::ArchConfig& arch) {
   if (isa::is_dma(in.opcode) || in.opcode == Opcode::nop) {
     return 0;  // DMA data moves on the queues, not through the engine's ports
   }

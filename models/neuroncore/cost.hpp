@@ -5,22 +5,22 @@
 
 #include <cstdint>
 
-#include "isa/arch.hpp"
+#include "base/units.hpp"
+#include "config/arch.hpp"
 #include "isa/instruction.hpp"
-#include "isa/units.hpp"
 
 namespace trnsim::models {
 
 // Cycles of the instruction's engine from the start of the instruction to the point where the
 // engine can start the next one (the "back to back" cost of I1), including the static
 // overhead of a dependent instruction.
-Cycles instruction_cycles(const isa::Instruction& in, const isa::ArchConfig& arch);
+Cycles instruction_cycles(const isa::Instruction& in, const config::ArchConfig& arch);
 
 // The same in picoseconds of the instruction's engine clock.
-Picoseconds instruction_time(const isa::Instruction& in, const isa::ArchConfig& arch);
+Picoseconds instruction_time(const isa::Instruction& in, const config::ArchConfig& arch);
 // instruction_time() of cycles already worked out by instruction_cycles().
 inline Picoseconds instruction_time(Cycles cycles, const isa::Instruction& in,
-                                    const isa::ArchConfig& arch) {
+                                    const config::ArchConfig& arch) {
   return to_picoseconds(cycles, arch.mhz(in.engine));
 }
 
@@ -29,7 +29,7 @@ inline Picoseconds instruction_time(Cycles cycles, const isa::Instruction& in,
 bool tensor_tensor_fast_path(const isa::Instruction& in);
 
 // The v3 VectorE performance mode an instruction runs in (A2): 4, 2, or 1 (none).
-uint32_t vector_perf_mode(const isa::Instruction& in, const isa::ArchConfig& arch);
+uint32_t vector_perf_mode(const isa::Instruction& in, const config::ArchConfig& arch);
 
 // Shared ports an instruction holds while it runs; two instructions that need a common port
 // do not overlap (the v2 port conflicts, and on v3 the PSUM banks and the bus VectorE's
@@ -39,7 +39,7 @@ enum Port : uint32_t {
   kPortPsumVectorScalar = 1u << 1,
   kPortPsumBank0 = 1u << 8,  // bank b is kPortPsumBank0 << b
 };
-uint32_t ports_of(const isa::Instruction& in, const isa::ArchConfig& arch);
+uint32_t ports_of(const isa::Instruction& in, const config::ArchConfig& arch);
 
 // Floating-point operations the instruction performs (matmul: 2 x K x M x N; elementwise: one
 // per output element per op). DMA moves bytes and does no FLOPs.

@@ -8,20 +8,20 @@
 // VectorE performance modes; the modes have tests of their own on trn2.
 #include <catch2/catch.hpp>
 
+#include "base/units.hpp"
+#include "config/arch.hpp"
 #include "isa/access_pattern.hpp"
-#include "isa/arch.hpp"
 #include "isa/instruction.hpp"
-#include "isa/units.hpp"
 #include "models/neuroncore/cost.hpp"
 #include "print_units.hpp"
 
 using trnsim::Cycles;
+using trnsim::Engine;
 using trnsim::Picoseconds;
 using trnsim::isa::AccessPattern;
 using trnsim::isa::ActivationFunction;
 using trnsim::isa::AluOp;
 using trnsim::isa::DType;
-using trnsim::isa::Engine;
 using trnsim::isa::hbm_ap;
 using trnsim::isa::Instruction;
 using trnsim::isa::Opcode;
@@ -37,12 +37,12 @@ namespace {
 
 // Cycles on trn1: the I1 formulas without the v3 performance modes.
 uint64_t cycles(const Instruction& in) {
-  return instruction_cycles(in, trnsim::isa::trn1()).value;
+  return instruction_cycles(in, trnsim::config::trn1()).value;
 }
 
 // Cycles on trn2, where VectorE has the 2x/4x performance modes.
 uint64_t trn2_cycles(const Instruction& in) {
-  return instruction_cycles(in, trnsim::isa::trn2()).value;
+  return instruction_cycles(in, trnsim::config::trn2()).value;
 }
 
 Instruction matmul(DType stationary_t, uint32_t n_stationary, DType moving_t, uint32_t n_moving) {
@@ -139,10 +139,10 @@ TEST_CASE("fp32 matmul costs 4x", "[contract][cost]") {
 
 TEST_CASE("matmul time is its cycles at the TensorE clock, rounded up", "[contract][cost]") {
   // trn2 TensorE 2400 MHz: 512 cycles = 213333.3 ps -> 213334 ps.
-  CHECK(instruction_time(matmul(DType::bf16, 128, DType::bf16, 512), trnsim::isa::trn2()) ==
+  CHECK(instruction_time(matmul(DType::bf16, 128, DType::bf16, 512), trnsim::config::trn2()) ==
         Picoseconds(213334));
   // trn1 TensorE 2800 MHz: 512 cycles = 182857.1 ps -> 182858 ps.
-  CHECK(instruction_time(matmul(DType::bf16, 128, DType::bf16, 512), trnsim::isa::trn1()) ==
+  CHECK(instruction_time(matmul(DType::bf16, 128, DType::bf16, 512), trnsim::config::trn1()) ==
         Picoseconds(182858));
 }
 
@@ -307,7 +307,7 @@ TEST_CASE("an instruction with a semaphore wait pays the dependent-instruction o
 }
 
 TEST_CASE("a DMA trigger costs dma_trigger_cycles on the issuing engine", "[contract][cost]") {
-  const auto trn2 = trnsim::isa::trn2();
+  const auto trn2 = trnsim::config::trn2();
   // The trigger cost does not depend on the bytes moved.
   CHECK(instruction_cycles(dma(128, 2048), trn2) == Cycles(64));
   CHECK(instruction_cycles(dma(1, 1), trn2) == Cycles(64));
@@ -337,8 +337,8 @@ TEST_CASE("cycles convert to picoseconds rounding up per engine clock", "[contra
   CHECK(to_picoseconds(Cycles(1), 2800) == Picoseconds(358));  // 357.1
   // The same 960-cycle tensor_copy on each engine of trn2 and trn1 (fp32, so that no VectorE
   // performance mode applies).
-  const auto trn2 = trnsim::isa::trn2();
-  const auto trn1 = trnsim::isa::trn1();
+  const auto trn2 = trnsim::config::trn2();
+  const auto trn1 = trnsim::config::trn1();
   CHECK(instruction_time(unary(Opcode::tensor_copy, Engine::vector, 960, DType::fp32), trn2) ==
         Picoseconds(1000000));
   CHECK(instruction_time(unary(Opcode::tensor_copy, Engine::scalar, 960), trn2) ==

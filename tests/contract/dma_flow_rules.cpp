@@ -12,16 +12,16 @@
 #include <vector>
 
 #include "../support/dma_bench.hpp"
+#include "base/units.hpp"
+#include "config/arch.hpp"
 #include "isa/access_pattern.hpp"
-#include "isa/arch.hpp"
 #include "isa/instruction.hpp"
-#include "isa/units.hpp"
 #include "models/dma/dma_timing.hpp"
 #include "models/hbm/hbm.hpp"
 
+using trnsim::Engine;
 using trnsim::Picoseconds;
 using trnsim::isa::DType;
-using trnsim::isa::Engine;
 using trnsim::isa::hbm_ap;
 using trnsim::isa::Instruction;
 using trnsim::isa::Opcode;
@@ -33,8 +33,8 @@ using trnsim::models::plan_transfer;
 
 namespace {
 
-trnsim::isa::ArchConfig flow_arch() {
-  auto arch = trnsim::isa::trn2();
+trnsim::config::ArchConfig flow_arch() {
+  auto arch = trnsim::config::trn2();
   arch.dma_descriptor_overhead_ns = 27.0;
   arch.dma_flow_model = true;
   return arch;

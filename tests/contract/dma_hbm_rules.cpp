@@ -9,18 +9,18 @@
 #include <vector>
 
 #include "../support/dma_bench.hpp"
+#include "base/units.hpp"
+#include "config/arch.hpp"
 #include "isa/access_pattern.hpp"
-#include "isa/arch.hpp"
 #include "isa/instruction.hpp"
-#include "isa/units.hpp"
 #include "models/dma/dma_timing.hpp"
 #include "models/hbm/hbm.hpp"
 #include "models/neuroncore/cost.hpp"
 
+using trnsim::Engine;
 using trnsim::Picoseconds;
 using trnsim::isa::Dim;
 using trnsim::isa::DType;
-using trnsim::isa::Engine;
 using trnsim::isa::hbm_ap;
 using trnsim::isa::Instruction;
 using trnsim::isa::Opcode;
@@ -37,8 +37,8 @@ namespace {
 // The per-descriptor cost is an assumption (26 ns in the trn2 preset, 89 ns in trn1); the rule
 // tests below pin the rules with it set to 27 ns so that their worked figures do not depend on
 // that choice. The D2 shape and streaming tests use the presets as they are.
-trnsim::isa::ArchConfig trn2_with_27ns_descriptors() {
-  auto arch = trnsim::isa::trn2();
+trnsim::config::ArchConfig trn2_with_27ns_descriptors() {
+  auto arch = trnsim::config::trn2();
   arch.dma_descriptor_overhead_ns = 27.0;
   return arch;
 }
@@ -92,7 +92,7 @@ double engine_bytes_per_ns(const DmaPlan& plan) {
 
 TEST_CASE("a transfer over P partitions uses ceil(P / 8) DMA engines, at most 16",
           "[contract][dma]") {
-  const auto arch = trnsim::isa::trn2();
+  const auto arch = trnsim::config::trn2();
   CHECK(arch.dma_engines_for(128) == 16);
   CHECK(arch.dma_engines_for(8) == 1);
   CHECK(arch.dma_engines_for(100) == 13);
@@ -142,7 +142,7 @@ TEST_CASE("DMA runs under 256 bytes per partition reach under 30% of the engine 
 }
 
 TEST_CASE("DMA runs of 4 KiB per partition reach 85% of the engine bandwidth", "[contract][dma]") {
-  const auto arch = trnsim::isa::trn2();
+  const auto arch = trnsim::config::trn2();
   // D2: 4 KiB or more per partition saturates; the sustained figure is 23 of 27 B/ns (85%).
   // 4096 / (27 + 4096 / 27) = 22.92 B/ns, 84.9%.
   const DmaPlan b4k = plan_transfer(load(128, 2048), arch);
@@ -188,7 +188,7 @@ TEST_CASE("strided DMA patterns cost one descriptor per contiguous run", "[contr
 
 TEST_CASE("a DMA transpose runs at 90% of copy throughput from HBM and 50% from SBUF",
           "[contract][dma]") {
-  const auto arch = trnsim::isa::trn2();
+  const auto arch = trnsim::config::trn2();
   Instruction from_hbm = load(128, 2048);
   from_hbm.dma_transpose = true;
   CHECK(plan_transfer(from_hbm, arch).engine_bytes_per_ns == Approx(0.9 * 27.0));
@@ -200,7 +200,7 @@ TEST_CASE("a DMA transpose runs at 90% of copy throughput from HBM and 50% from 
 
 TEST_CASE("a hardware-generated (DGE) DMA instruction costs 600 ns on the issuing engine",
           "[contract][dma]") {
-  const auto arch = trnsim::isa::trn2();
+  const auto arch = trnsim::config::trn2();
   Instruction in = load(128, 2048);
   CHECK(trnsim::models::instruction_cycles(in, arch).value == 64);
   in.dma_dge = true;
@@ -213,8 +213,8 @@ TEST_CASE("a hardware-generated (DGE) DMA instruction costs 600 ns on the issuin
 namespace {
 
 // The trn2 stack with refresh off unless a test turns it on.
-trnsim::isa::ArchConfig quiet_hbm() {
-  auto arch = trnsim::isa::trn2();
+trnsim::config::ArchConfig quiet_hbm() {
+  auto arch = trnsim::config::trn2();
   arch.hbm.t_rfc = 0;
   return arch;
 }
@@ -236,7 +236,7 @@ std::vector<HbmServed> drain(HbmModel& hbm, std::vector<std::pair<Picoseconds, u
 }
 
 struct HbmAlone {
-  explicit HbmAlone(const trnsim::isa::ArchConfig& a) : arch(a), hbm(a, 1) {}
+  explicit HbmAlone(const trnsim::config::ArchConfig& a) : arch(a), hbm(a, 1) {}
   void enqueue(Picoseconds at, uint64_t address, uint64_t bytes, bool write, uint32_t tag) {
     hbm.enqueue(at, 0, address, bytes, write, tag,
                 [this](uint32_t channel, Picoseconds t) { due.emplace_back(t, channel); });
@@ -248,7 +248,7 @@ struct HbmAlone {
     REQUIRE(served.size() == 1);
     return served[0].done;
   }
-  trnsim::isa::ArchConfig arch;
+  trnsim::config::ArchConfig arch;
   HbmModel hbm;
   std::vector<std::pair<Picoseconds, uint32_t>> due;
 };
@@ -297,7 +297,7 @@ TEST_CASE("HBM idle read latency is about 100 ns", "[contract][hbm]") {
 
 TEST_CASE("HBM refresh: a bank being refreshed waits tRFC; per-bank refresh spares the others",
           "[contract][hbm]") {
-  auto arch = trnsim::isa::trn2();  // per-bank refresh, tRFC 160 ns every tREFI 3.9 us
+  auto arch = trnsim::config::trn2();  // per-bank refresh, tRFC 160 ns every tREFI 3.9 us
   REQUIRE(arch.hbm.per_bank_refresh);
   HbmAlone m(arch);
   const Picoseconds burst(1413);
@@ -314,7 +314,7 @@ TEST_CASE("HBM refresh: a bank being refreshed waits tRFC; per-bank refresh spar
   HbmAlone all(arch);
   CHECK(all.serve(Picoseconds(0), 32768) == ns(160) + ns(14) + ns(14) + burst + ns(35));
   // A refresh closes the open row: the next access to it is a miss again.
-  auto quiet = trnsim::isa::trn2();
+  auto quiet = trnsim::config::trn2();
   HbmAlone reopen(quiet);
   reopen.serve(ns(200), 0);        // after bank 0's first refresh
   const Picoseconds t = ns(3950);  // bank 0 refreshed again over [3900, 4060)
@@ -352,7 +352,7 @@ TEST_CASE("HBM FR-FCFS: a younger row hit goes before an older row conflict", "[
 
 TEST_CASE("HBM address map interleaves 256-byte units over pseudo-channels, then rows",
           "[contract][hbm]") {
-  const auto arch = trnsim::isa::trn2();
+  const auto arch = trnsim::config::trn2();
   HbmModel hbm(arch, 1);
   CHECK(hbm.locate(0, 0).channel == 0);
   CHECK(hbm.locate(0, 255).channel == 0);
@@ -437,7 +437,7 @@ TEST_CASE("a completed transfer raises its queue's semaphore by the engines that
           "[contract][dma]") {
   // The shell adds plan.engines to the queue semaphore on completion (models/dma/
   // memory_system_module.cpp); a transfer over 128 partitions involves all 16 engines.
-  Bench b(trnsim::isa::trn2());
+  Bench b(trnsim::config::trn2());
   b.add(load(128, 2048));
   b.add(load(16, 2048, 0, 32));
   MemorySystem& m = b.run();
@@ -453,7 +453,7 @@ namespace {
 
 // Streams `total` bytes HBM -> SBUF in transfers of 128 partitions x `per_partition` bytes over
 // `queues` queues on each of `cores` cores; returns the bench after the run.
-std::unique_ptr<Bench> stream(const trnsim::isa::ArchConfig& arch, uint64_t per_partition,
+std::unique_ptr<Bench> stream(const trnsim::config::ArchConfig& arch, uint64_t per_partition,
                               uint64_t total, uint32_t cores = 1, uint16_t queues = 2) {
   auto b = std::make_unique<Bench>(arch, cores);
   const auto elements = static_cast<uint32_t>(per_partition / 2);
@@ -486,7 +486,7 @@ double steady_bytes_per_ns(const Bench& b) {
 TEST_CASE("streaming 64 MiB HBM->SBUF reaches at least 90% of the per-core limit",
           "[contract][dma][hbm]") {
   // trn1: HBM-bound (one 409.6 GB/s HBM2e stack per core, DMA engines 432 GB/s).
-  const auto trn1 = trnsim::isa::trn1();
+  const auto trn1 = trnsim::config::trn1();
   const auto b1 = stream(trn1, 65536, 64ULL << 20);
   const double limit1 =
       std::min(trn1.dma_peak_bytes_per_ns(), b1->memory->hbm().stack_peak_bytes_per_ns());
@@ -494,7 +494,7 @@ TEST_CASE("streaming 64 MiB HBM->SBUF reaches at least 90% of the per-core limit
   CHECK(b1->bytes_per_ns() >= 0.90 * limit1);
   CHECK(b1->bytes_per_ns() <= limit1);
   // trn2: DMA-bound (16 x 27 = 432 GB/s; the core's HBM3 stack gives 725).
-  const auto trn2 = trnsim::isa::trn2();
+  const auto trn2 = trnsim::config::trn2();
   const auto b2 = stream(trn2, 65536, 64ULL << 20);
   CHECK(b2->bytes_per_ns() >= 0.90 * trn2.dma_peak_bytes_per_ns());
   // 32 streams (16 engines, 2 queues) share 16 banks per pseudo-channel: rows get reopened.
@@ -503,7 +503,7 @@ TEST_CASE("streaming 64 MiB HBM->SBUF reaches at least 90% of the per-core limit
 
 TEST_CASE("two trn2 cores streaming from one HBM stack slow each other down",
           "[contract][dma][hbm]") {
-  const auto arch = trnsim::isa::trn2();
+  const auto arch = trnsim::config::trn2();
   const auto alone = stream(arch, 65536, 32ULL << 20, 1);
   const auto pair = stream(arch, 65536, 32ULL << 20, 2);
   const double peak = pair->memory->hbm().stack_peak_bytes_per_ns();
@@ -518,7 +518,7 @@ TEST_CASE("DMA efficiency against bytes per partition has the documented shape",
           "[contract][dma]") {
   // D2: under 256 B per partition is badly overhead-bound, 2 KiB is the recommended minimum,
   // 4 KiB or more saturates (23 of 27 B/ns sustained).
-  const auto arch = trnsim::isa::trn2();
+  const auto arch = trnsim::config::trn2();
   std::vector<std::pair<uint64_t, double>> curve;
   for (uint64_t bytes = 64; bytes <= 65536; bytes *= 2) {
     const auto b = stream(arch, bytes, 8ULL << 20);

@@ -9,22 +9,22 @@
 // exist on v3 (fp8 matmul rate, DGE, PSUM bank ports) on trn2.
 #include <catch2/catch.hpp>
 
+#include "base/units.hpp"
+#include "config/arch.hpp"
 #include "isa/access_pattern.hpp"
-#include "isa/arch.hpp"
 #include "isa/instruction.hpp"
-#include "isa/units.hpp"
 #include "models/dma/dma_timing.hpp"
 #include "models/neuroncore/cost.hpp"
 #include "print_units.hpp"
 
 using trnsim::Cycles;
+using trnsim::Engine;
 using trnsim::Picoseconds;
+using trnsim::config::ArchConfig;
 using trnsim::isa::AccessPattern;
 using trnsim::isa::ActivationFunction;
 using trnsim::isa::AluOp;
-using trnsim::isa::ArchConfig;
 using trnsim::isa::DType;
-using trnsim::isa::Engine;
 using trnsim::isa::hbm_ap;
 using trnsim::isa::Instruction;
 using trnsim::isa::Opcode;
@@ -43,17 +43,17 @@ using trnsim::models::ports_of;
 namespace {
 
 uint64_t cycles(const Instruction& in) {
-  return instruction_cycles(in, trnsim::isa::trn1()).value;
+  return instruction_cycles(in, trnsim::config::trn1()).value;
 }
 
 uint64_t trn2_cycles(const Instruction& in) {
-  return instruction_cycles(in, trnsim::isa::trn2()).value;
+  return instruction_cycles(in, trnsim::config::trn2()).value;
 }
 
 // trn1 with MIN_II lowered to 16: lets a formula's N term show where valid shapes cannot
 // exceed the real MIN_II (the 32x32 VectorE transpose).
 uint64_t low_min_ii_cycles(const Instruction& in) {
-  ArchConfig a = trnsim::isa::trn1();
+  ArchConfig a = trnsim::config::trn1();
   a.min_ii_cycles = 16;
   return instruction_cycles(in, a).value;
 }
@@ -216,7 +216,7 @@ TEST_CASE("transpose on TensorE costs max(P, min(64, F))", "[contract][cost]") {
   // Not floored at MIN_II, and no VectorE mode on TensorE.
   CHECK(trn2_cycles(pe_transpose(16, 40)) == 40);
   // Time at the TensorE clock: 128 cycles at 2800 MHz = 45714.3 ps -> 45715 ps.
-  CHECK(instruction_time(pe_transpose(128, 128), trnsim::isa::trn1()) == Picoseconds(45715));
+  CHECK(instruction_time(pe_transpose(128, 128), trnsim::config::trn1()) == Picoseconds(45715));
 }
 
 TEST_CASE("transpose on VectorE costs max(MIN_II, N)", "[contract][cost]") {
@@ -239,11 +239,11 @@ TEST_CASE("iota on GpSimdE costs 150 + N", "[contract][cost]") {
   // N counts every free element of dst: 4 x 8 = 32.
   CHECK(cycles(iota(Engine::gpsimd, {{8, 4}, {1, 8}})) == 182);
   // The fixed part is the preset's parameter.
-  ArchConfig a = trnsim::isa::trn1();
+  ArchConfig a = trnsim::config::trn1();
   a.gpsimd_fixed_cycles = 10;
   CHECK(instruction_cycles(iota(Engine::gpsimd, {{1, 512}}), a) == Cycles(522));
   // 662 cycles at 1400 MHz = 472857.1 ps -> 472858 ps.
-  CHECK(instruction_time(iota(Engine::gpsimd, {{1, 512}}), trnsim::isa::trn1()) ==
+  CHECK(instruction_time(iota(Engine::gpsimd, {{1, 512}}), trnsim::config::trn1()) ==
         Picoseconds(472858));
 }
 
@@ -327,7 +327,7 @@ TEST_CASE("shuffle costs max(MIN_II, N)", "[contract][cost]") {
 }
 
 TEST_CASE("nop costs MIN_II", "[contract][cost]") {
-  for (Engine e : trnsim::isa::kAllEngines) {
+  for (Engine e : trnsim::kAllEngines) {
     CHECK(cycles(base(Opcode::nop, e)) == 64);
     CHECK(trn2_cycles(base(Opcode::nop, e)) == 64);
   }
@@ -336,7 +336,7 @@ TEST_CASE("nop costs MIN_II", "[contract][cost]") {
   fence.waits.push_back(SemaphoreWait{0, 1});
   CHECK(cycles(fence) == 164);
   // 64 cycles at 1120 MHz (trn1 VectorE) = 57142.9 ps -> 57143 ps.
-  CHECK(instruction_time(base(Opcode::nop, Engine::vector), trnsim::isa::trn1()) ==
+  CHECK(instruction_time(base(Opcode::nop, Engine::vector), trnsim::config::trn1()) ==
         Picoseconds(57143));
 }
 
@@ -350,8 +350,8 @@ TEST_CASE("dma_transpose costs dma_trigger_cycles on the issuing engine", "[cont
   Instruction from_act = dma_transpose_from_hbm(32, 64);
   from_act.engine = Engine::scalar;
   // trn2 ScalarE: 64 cycles at 1200 MHz = 53333.3 ps -> 53334 ps.
-  CHECK(instruction_time(from_act, trnsim::isa::trn2()) == Picoseconds(53334));
-  ArchConfig slow = trnsim::isa::trn2();
+  CHECK(instruction_time(from_act, trnsim::config::trn2()) == Picoseconds(53334));
+  ArchConfig slow = trnsim::config::trn2();
   slow.dma_trigger_cycles = 120;
   CHECK(instruction_cycles(dma_transpose_from_hbm(32, 64), slow) == Cycles(120));
 }
@@ -360,7 +360,7 @@ TEST_CASE(
     "dma_transpose moves at 90% of copy bandwidth from HBM and 50% SBUF to SBUF "
     "(plan_transfer engine_bytes_per_ns)",
     "[contract][cost][dma]") {
-  for (const ArchConfig& arch : {trnsim::isa::trn1(), trnsim::isa::trn2()}) {
+  for (const ArchConfig& arch : {trnsim::config::trn1(), trnsim::config::trn2()}) {
     INFO(arch.name);
     // A plain copy runs at the engine's 27 B/ns.
     const auto copy = plan_transfer(dma_copy(hbm_ap(DType::bf16, 0, 128, 1024, {{1, 1024}}),
@@ -383,13 +383,13 @@ TEST_CASE(
   // partitions over 16 engines, 8 each; one descriptor per partition (the destination's run,
   // 64 elements = 128 B).
   // Per descriptor 26 + 128 / 24.3 = 31.26749 ns; x 8 = 250.1399 ns -> 250140 ps.
-  const auto plan = plan_transfer(dma_transpose_from_hbm(64, 128), trnsim::isa::trn2());
+  const auto plan = plan_transfer(dma_transpose_from_hbm(64, 128), trnsim::config::trn2());
   CHECK(plan.run_bytes == 128);
   CHECK(plan.descriptors == 128);
   CHECK(plan.partitions_per_engine == 8);
   CHECK(plan.engine_time == Picoseconds(250140));
   // The fractions are the preset's parameters.
-  ArchConfig a = trnsim::isa::trn2();
+  ArchConfig a = trnsim::config::trn2();
   a.dma_transpose_hbm_fraction = 0.25;
   a.dma_transpose_sbuf_fraction = 0.125;
   CHECK(plan_transfer(dma_transpose_from_hbm(128, 1024), a).engine_bytes_per_ns == Approx(6.75));
@@ -397,7 +397,7 @@ TEST_CASE(
 }
 
 TEST_CASE("a DGE dma_copy costs 600 ns on the issuing engine on trn2", "[contract][cost]") {
-  const ArchConfig trn2 = trnsim::isa::trn2();
+  const ArchConfig trn2 = trnsim::config::trn2();
   Instruction dge = dma_copy(hbm_ap(DType::bf16, 0, 128, 1024, {{1, 1024}}),
                              sbuf_ap(DType::bf16, 0, 128, 0, {{1, 1024}}));
   dge.dma_dge = true;
@@ -448,8 +448,8 @@ TEST_CASE("fp8 matmul runs at the preset's fp8 rate: 2x on trn2, 1x on trn1", "[
   // bf16 on trn2 is not sped up.
   CHECK(trn2_cycles(matmul(DType::bf16, 128, DType::bf16, 512)) == 512);
   // 256 cycles at the trn2 TensorE clock (2400 MHz) = 106666.7 ps -> 106667 ps.
-  CHECK(instruction_time(matmul(DType::fp8_e4m3, 128, DType::fp8_e4m3, 512), trnsim::isa::trn2()) ==
-        Picoseconds(106667));
+  CHECK(instruction_time(matmul(DType::fp8_e4m3, 128, DType::fp8_e4m3, 512),
+                         trnsim::config::trn2()) == Picoseconds(106667));
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -459,7 +459,7 @@ TEST_CASE(
     "ports on v2 (trn1): VectorE and GpSimdE touching SBUF share a port, and VectorE and ScalarE "
     "touching PSUM share a port",
     "[contract][ports]") {
-  const ArchConfig trn1 = trnsim::isa::trn1();
+  const ArchConfig trn1 = trnsim::config::trn1();
   // SBUF only.
   CHECK(ports_of(unary(Opcode::tensor_copy, Engine::vector, 512, DType::fp32), trn1) ==
         kPortSbufVectorGpSimd);
@@ -502,7 +502,7 @@ TEST_CASE(
     "ports on v3 (trn2): one port per PSUM bank touched, and a VectorE performance-mode "
     "instruction shares GpSimdE's SBUF port",
     "[contract][ports]") {
-  const ArchConfig trn2 = trnsim::isa::trn2();
+  const ArchConfig trn2 = trnsim::config::trn2();
   // 2 KiB banks: fp32 [128 x 512] at offset 0 is bank 0, at offset 2048 bank 1.
   Instruction act = unary(Opcode::activation, Engine::scalar, 512, DType::fp32);
   act.src[0] = psum_ap(DType::fp32, 0, 128, 0, {{1, 512}});

@@ -4,7 +4,7 @@
 #include <catch2/catch.hpp>
 #include <string>
 
-#include "isa/units.hpp"
+#include "base/units.hpp"
 
 namespace Catch {
 template <>

@@ -4,7 +4,7 @@
 #include <set>
 
 #include "cli_support.hpp"
-#include "workloads/npy.hpp"
+#include "workloads/graph/npy.hpp"
 
 using Catch::Matchers::Contains;
 using trnsim_test::example;

@@ -3,7 +3,7 @@
 #include <catch2/catch.hpp>
 
 #include "isa/validate.hpp"
-#include "models/neuroncore/simulate.hpp"
+#include "models/chip/simulate.hpp"
 #include "workloads/lowering.hpp"
 
 using namespace trnsim;
@@ -26,7 +26,7 @@ workloads::Workload attention(std::vector<int64_t> shape, bool causal,
 
 template <typename Mutate>
 workloads::CheckResult run(const workloads::Workload& w, Mutate mutate,
-                           const isa::ArchConfig& arch = isa::trn2()) {
+                           const config::ArchConfig& arch = config::trn2()) {
   workloads::LoweredKernel k = workloads::lower(w, arch, true);
   mutate(k.program);
   isa::validate(k.program, arch);
@@ -60,7 +60,7 @@ TEST_CASE("fp32 attention on trn1 over several key blocks matches the reference"
   const auto c = run(
       attention({2, 640, 128}, false, R"(, "dtype": "fp32")",
                 R"({"kv_block": 256, "pt_copy": "vector"})"),
-      [](isa::Program&) {}, isa::trn1());
+      [](isa::Program&) {}, config::trn1());
   INFO("max abs " << c.max_abs_error << " max rel " << c.max_rel_error);
   CHECK(c.status == workloads::CheckResult::Status::pass);
 }
@@ -69,7 +69,7 @@ TEST_CASE("attention that does not rescale the running output fails the check") 
   // Two key blocks per query block: O *= alpha left out.
   const auto c =
       run(attention({1, 512, 64}, false, "", R"({"kv_block": 256})"), [](isa::Program& p) {
-        for (auto& in : p.stream(isa::Engine::vector)) {
+        for (auto& in : p.stream(Engine::vector)) {
           if (in.label.rfind("rescale O", 0) == 0) in.op0 = isa::AluOp::bypass;
         }
       });
@@ -80,7 +80,7 @@ TEST_CASE("attention that does not rescale the running output fails the check") 
 TEST_CASE("attention whose P V matmul does not wait for P^T fails the check") {
   // Without its waits, the first P V matmul multiplies P^T before it is copied to SBUF.
   const auto c = run(attention({1, 256, 64}, true), [](isa::Program& p) {
-    for (auto& in : p.stream(isa::Engine::tensor)) {
+    for (auto& in : p.stream(Engine::tensor)) {
       if (in.label.rfind("PV ", 0) == 0) in.waits.clear();
     }
   });

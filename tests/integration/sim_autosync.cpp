@@ -9,11 +9,12 @@
 #include <iterator>
 #include <string>
 
-#include "isa/assembly.hpp"
+#include "compiler/deadlock.hpp"
+#include "compiler/synchronize.hpp"
 #include "isa/semantics.hpp"
-#include "isa/synchronize.hpp"
+#include "isa/text/assembly.hpp"
 #include "isa/validate.hpp"
-#include "models/neuroncore/simulate.hpp"
+#include "models/chip/simulate.hpp"
 #include "workloads/lowering.hpp"
 #include "workloads/program.hpp"
 
@@ -36,11 +37,11 @@ struct Outcome {
 // Assembles, lowers (adding synchronization unless `.sync manual`), simulates, and runs the
 // same sequence in program order on a second memory image.
 Outcome run(const std::string& text, const std::string& file = "autosync.tasm") {
-  const isa::ArchConfig arch = isa::trn2();
+  const config::ArchConfig arch = config::trn2();
   const isa::Assembly a = isa::parse_assembly(text, file, arch);
   const workloads::LoweredKernel k = workloads::lower_assembly(a, arch, true);
   isa::validate(k.program, arch);
-  REQUIRE(isa::find_deadlock(k.program, arch).empty());
+  REQUIRE(compiler::find_deadlock(k.program, arch).empty());
   Outcome o;
   for (const auto& s : k.program.streams)
     for (const auto& in : s) o.waits += in.waits.size();
@@ -64,7 +65,7 @@ Outcome run(const std::string& text, const std::string& file = "autosync.tasm") 
 // fp32 values of HBM tensor `name` in an image's HBM bytes.
 std::vector<float> values(const std::string& text, const std::vector<uint8_t>& hbm,
                           const std::string& name) {
-  const isa::Assembly a = isa::parse_assembly(text, "v.tasm", isa::trn2());
+  const isa::Assembly a = isa::parse_assembly(text, "v.tasm", config::trn2());
   const isa::DramTensor* t = a.program.find_dram_tensor(name);
   REQUIRE(t != nullptr);
   REQUIRE(t->dtype == isa::DType::fp32);

@@ -3,8 +3,8 @@
 #include <catch2/catch.hpp>
 
 #include "isa/validate.hpp"
+#include "models/chip/simulate.hpp"
 #include "models/neuroncore/cost.hpp"
-#include "models/neuroncore/simulate.hpp"
 #include "sim_support.hpp"
 #include "workloads/lowering.hpp"
 
@@ -17,27 +17,27 @@ workloads::LoweredKernel lowered(const std::string& engine, bool functional) {
       R"({"kernel": "engine_stream", "shape": [128, 64], "instructions": 50, "engine": ")" +
           engine + R"("})",
       "s.json");
-  return workloads::lower(w, isa::trn2(), functional);
+  return workloads::lower(w, config::trn2(), functional);
 }
 
 }  // namespace
 
 TEST_CASE("engine_stream: the stream's instructions run back to back at their cost") {
-  const isa::ArchConfig arch = isa::trn2();
+  const config::ArchConfig arch = config::trn2();
   const auto k = lowered("vector", false);
   trnsim_test::Recorder rec;
   REQUIRE(models::simulate(k.program, arch, nullptr, rec).completed);
-  const auto cost = models::instruction_time(k.program.stream(isa::Engine::vector)[1], arch);
+  const auto cost = models::instruction_time(k.program.stream(Engine::vector)[1], arch);
   // The second instruction starts when the first ends, and so on: no gaps.
   for (uint32_t i = 1; i < 50; ++i) {
-    CHECK(rec.of(isa::Engine::vector, i).start == rec.of(isa::Engine::vector, i - 1).end);
-    CHECK(rec.of(isa::Engine::vector, i).end - rec.of(isa::Engine::vector, i).start == cost);
+    CHECK(rec.of(Engine::vector, i).start == rec.of(Engine::vector, i - 1).end);
+    CHECK(rec.of(Engine::vector, i).end - rec.of(Engine::vector, i).start == cost);
   }
   CHECK(rec.transfers.size() == 2);
 }
 
 TEST_CASE("engine_stream on ScalarE computes y = 2x - 1 and passes the check") {
-  const isa::ArchConfig arch = isa::trn2();
+  const config::ArchConfig arch = config::trn2();
   const auto k = lowered("scalar", true);
   isa::MemoryImage memory(arch, k.program.dram_bytes());
   workloads::load_inputs(k, memory);
@@ -49,7 +49,7 @@ TEST_CASE("engine_stream on ScalarE computes y = 2x - 1 and passes the check") {
 }
 
 TEST_CASE("engine_stream on VectorE computes y = 2x - 1 and passes the check") {
-  const isa::ArchConfig arch = isa::trn2();
+  const config::ArchConfig arch = config::trn2();
   const auto k = lowered("vector", true);
   isa::MemoryImage memory(arch, k.program.dram_bytes());
   workloads::load_inputs(k, memory);

@@ -5,12 +5,14 @@
 #include <vector>
 
 #include "isa/validate.hpp"
+#include "models/chip/simulate.hpp"
 #include "models/neuroncore/cost.hpp"
-#include "models/neuroncore/simulate.hpp"
 #include "sim_support.hpp"
 
 using namespace trnsim;
+using namespace trnsim;
 using namespace trnsim::isa;
+using namespace trnsim::config;
 using trnsim_test::Recorder;
 
 namespace {

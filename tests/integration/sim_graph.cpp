@@ -4,9 +4,10 @@
 #include <catch2/catch.hpp>
 
 #include "../support/graphs.hpp"
-#include "isa/synchronize.hpp"
+#include "compiler/deadlock.hpp"
+#include "compiler/synchronize.hpp"
 #include "isa/validate.hpp"
-#include "models/neuroncore/simulate.hpp"
+#include "models/chip/simulate.hpp"
 #include "sim_support.hpp"
 #include "workloads/lowering.hpp"
 
@@ -17,11 +18,11 @@ namespace {
 
 template <typename Mutate>
 workloads::CheckResult run_graph(const std::string& text, Mutate mutate) {
-  const isa::ArchConfig arch = isa::trn2();
+  const config::ArchConfig arch = config::trn2();
   workloads::LoweredKernel k = workloads::lower(parse(text), arch, true);
   mutate(k.program);
   isa::validate(k.program, arch);
-  REQUIRE(isa::find_deadlock(k.program, arch).empty());
+  REQUIRE(compiler::find_deadlock(k.program, arch).empty());
   isa::MemoryImage memory(arch, k.program.dram_bytes());
   workloads::load_inputs(k, memory);
   Recorder rec;
@@ -95,7 +96,7 @@ TEST_CASE("transpose and a matmul-free graph of several kernels match the refere
 TEST_CASE("the graph check fails when a kernel computes the wrong thing") {
   // Multiply by gamma becomes an add in the compiled RMSNorm.
   const auto c = run_graph(rmsnorm_graph("compile", 256, 256), [](isa::Program& p) {
-    for (auto& in : p.stream(isa::Engine::vector)) {
+    for (auto& in : p.stream(Engine::vector)) {
       if (in.opcode == isa::Opcode::tensor_tensor) in.op0 = isa::AluOp::add;
     }
   });

@@ -5,13 +5,17 @@
 #include <catch2/catch.hpp>
 #include <vector>
 
-#include "isa/synchronize.hpp"
+#include "compiler/deadlock.hpp"
+#include "compiler/synchronize.hpp"
 #include "isa/validate.hpp"
-#include "models/neuroncore/simulate.hpp"
+#include "models/chip/simulate.hpp"
 #include "sim_support.hpp"
 
 using namespace trnsim;
+using namespace trnsim;
 using namespace trnsim::isa;
+using namespace trnsim::config;
+using namespace trnsim::compiler;
 using trnsim_test::Recorder;
 
 namespace {

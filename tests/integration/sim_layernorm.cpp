@@ -3,7 +3,7 @@
 #include <catch2/catch.hpp>
 
 #include "isa/validate.hpp"
-#include "models/neuroncore/simulate.hpp"
+#include "models/chip/simulate.hpp"
 #include "workloads/lowering.hpp"
 
 using namespace trnsim;
@@ -27,7 +27,7 @@ workloads::Workload layernorm(std::vector<int64_t> shape, const std::string& met
 // Lowers, lets `mutate` change the program, simulates, checks.
 template <typename Mutate>
 workloads::CheckResult run(const workloads::Workload& w, Mutate mutate,
-                           const isa::ArchConfig& arch = isa::trn2()) {
+                           const config::ArchConfig& arch = config::trn2()) {
   workloads::LoweredKernel k = workloads::lower(w, arch, true);
   mutate(k.program);
   isa::validate(k.program, arch);
@@ -38,7 +38,7 @@ workloads::CheckResult run(const workloads::Workload& w, Mutate mutate,
   return workloads::check_outputs(k, memory);
 }
 
-isa::Instruction& find(isa::Program& p, isa::Engine e, const std::string& label) {
+isa::Instruction& find(isa::Program& p, Engine e, const std::string& label) {
   for (auto& in : p.stream(e)) {
     if (in.label == label) return in;
   }
@@ -66,14 +66,14 @@ TEST_CASE("LayerNorm with two passes matches the reference within bf16 tolerance
 TEST_CASE("LayerNorm on trn1, beta on VectorE, one buffer, matches the reference") {
   const auto c = run(
       layernorm({200, 640}, "two_pass", R"({"bufs": 1, "tile_rows": 96})"), [](isa::Program&) {},
-      isa::trn1());
+      config::trn1());
   CHECK(c.status == workloads::CheckResult::Status::pass);
 }
 
 TEST_CASE("a LayerNorm that forgets the mean fails the check") {
   // -mean * rstd as 0: the normalisation only scales x (whose mean is about 1).
   const auto c = run(layernorm({256, 512}, "bn_stats"), [](isa::Program& p) {
-    find(p, isa::Engine::vector, "-mean*rstd tile 1").operand0 = isa::ScalarOperand::immediate(0);
+    find(p, Engine::vector, "-mean*rstd tile 1").operand0 = isa::ScalarOperand::immediate(0);
   });
   CHECK(c.status == workloads::CheckResult::Status::fail);
   CHECK(c.mismatches > 0);
@@ -82,7 +82,7 @@ TEST_CASE("a LayerNorm that forgets the mean fails the check") {
 TEST_CASE("a LayerNorm whose store does not wait for beta fails the check") {
   // Dropping the store's wait lets the DMA read the tile before GpSimdE adds beta.
   const auto c = run(layernorm({256, 512}, "two_pass"), [](isa::Program& p) {
-    find(p, isa::Engine::sync, "store y tile 0").waits.clear();
+    find(p, Engine::sync, "store y tile 0").waits.clear();
   });
   CHECK(c.status == workloads::CheckResult::Status::fail);
 }

@@ -7,7 +7,7 @@
 #include <string>
 
 #include "isa/validate.hpp"
-#include "models/neuroncore/simulate.hpp"
+#include "models/chip/simulate.hpp"
 #include "workloads/lowering.hpp"
 
 using namespace trnsim;
@@ -39,7 +39,7 @@ workloads::Workload mlp(const std::string& activation, const std::string& shape,
 // Lowers, lets `mutate` change the program, simulates, checks.
 template <typename Mutate>
 workloads::CheckResult run(const workloads::Workload& w, Mutate mutate) {
-  const isa::ArchConfig arch = isa::trn2();
+  const config::ArchConfig arch = config::trn2();
   workloads::LoweredKernel k = workloads::lower(w, arch, true);
   mutate(k.program);
   isa::validate(k.program, arch);
@@ -129,7 +129,7 @@ TEST_CASE("matmul with a single buffer and one PSUM bank still matches") {
 
 TEST_CASE("a matmul whose first matmul does not wait for its operands fails the check") {
   const auto c = run(matmul(1, "km", "[128, 256, 512]"),
-                     [](isa::Program& p) { p.stream(isa::Engine::tensor).front().waits.clear(); });
+                     [](isa::Program& p) { p.stream(Engine::tensor).front().waits.clear(); });
   CHECK(c.status == workloads::CheckResult::Status::fail);
 }
 

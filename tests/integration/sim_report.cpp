@@ -12,11 +12,11 @@
 #include <string>
 #include <vector>
 
-#include "isa/arch.hpp"
+#include "config/arch.hpp"
 #include "isa/program.hpp"
 #include "models/neuroncore/cost.hpp"
-#include "sim/report.hpp"
-#include "sim/trace_lanes.hpp"
+#include "sim/report/report_html.hpp"
+#include "sim/report/trace_lanes.hpp"
 
 using namespace trnsim;
 
@@ -68,21 +68,21 @@ TEST_CASE("report.html's events block holds every record, in order, as deflated 
   for (uint32_t i = 0; i < kInstructions; ++i) {
     isa::Instruction in;
     in.opcode = isa::Opcode::tensor_copy;
-    in.engine = isa::Engine::vector;
+    in.engine = Engine::vector;
     in.src[0] = isa::sbuf_ap(isa::DType::bf16, 0, 128, 0, {{1, 64}});
     in.dst = isa::sbuf_ap(isa::DType::bf16, 0, 128, 128, {{1, 64}});
     in.label = i % 2 ? "copy " + std::to_string(i) : "";
-    p.stream(isa::Engine::vector).push_back(in);
+    p.stream(Engine::vector).push_back(in);
   }
   isa::Instruction dma;
   dma.opcode = isa::Opcode::dma_copy;
-  dma.engine = isa::Engine::sync;
+  dma.engine = Engine::sync;
   dma.src[0] = isa::hbm_ap(isa::DType::bf16, 0, 128, 64, {{1, 64}});
   dma.dst = isa::sbuf_ap(isa::DType::bf16, 0, 128, 0, {{1, 64}});
   dma.dma_queue = q;
   dma.label = "load";
-  p.stream(isa::Engine::sync).push_back(dma);
-  const isa::ArchConfig arch = isa::trn2();
+  p.stream(Engine::sync).push_back(dma);
+  const config::ArchConfig arch = config::trn2();
   const std::string dir = "sim-report";  // under the test's working directory
   std::filesystem::create_directories(dir);
   const std::string path = dir + "/report.html";
@@ -90,7 +90,7 @@ TEST_CASE("report.html's events block holds every record, in order, as deflated 
     sim::ReportWriter w(path, p, arch, 1);
     for (uint32_t i = 0; i < kInstructions; ++i) {
       models::InstructionRecord r;
-      r.engine = isa::Engine::vector;
+      r.engine = Engine::vector;
       r.index = i;
       r.ready = r.start = Picoseconds(1000 * int64_t{i});
       r.end = Picoseconds(1000 * int64_t{i} + 700);
@@ -99,7 +99,7 @@ TEST_CASE("report.html's events block holds every record, in order, as deflated 
     }
     models::TransferRecord t;
     t.queue = q;
-    t.issuer = isa::Engine::sync;
+    t.issuer = Engine::sync;
     t.start = Picoseconds(5);
     t.end = Picoseconds(9'000'000'000'000);  // 9 s: more than 32 bits of picoseconds
     t.bytes = 16384;
@@ -143,7 +143,7 @@ TEST_CASE("report.html's events block holds every record, in order, as deflated 
     CHECK(column<double>(bytes, 0, i) == 1000.0 * i);
     CHECK(column<double>(bytes, 8 * n, i) == 700.0);
     CHECK(column<double>(bytes, 16 * n, i) ==
-          static_cast<double>(models::instruction_flops(p.stream(isa::Engine::vector)[i])));
+          static_cast<double>(models::instruction_flops(p.stream(Engine::vector)[i])));
     const uint32_t name = column<uint32_t>(bytes, 24 * n, i);
     CHECK(block["opcodes"][name] == "tensor_copy");
     const uint32_t label = column<uint32_t>(bytes, 28 * n, i);
@@ -154,7 +154,7 @@ TEST_CASE("report.html's events block holds every record, in order, as deflated 
       CHECK(label == sim::kNoLabel);
     }
     CHECK(column<uint32_t>(bytes, 32 * n, i) == 100 + i);
-    CHECK(column<uint16_t>(bytes, 36 * n, i) == at_lane.engine(0, isa::Engine::vector));
+    CHECK(column<uint16_t>(bytes, 36 * n, i) == at_lane.engine(0, Engine::vector));
     CHECK(bytes[38 * n + i] == static_cast<uint8_t>(sim::ReportEventKind::instruction));
   }
   const size_t t = kInstructions;  // the transfer, exact past 32 bits

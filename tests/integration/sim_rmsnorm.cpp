@@ -3,7 +3,7 @@
 #include <catch2/catch.hpp>
 
 #include "isa/validate.hpp"
-#include "models/neuroncore/simulate.hpp"
+#include "models/chip/simulate.hpp"
 #include "workloads/lowering.hpp"
 
 using namespace trnsim;
@@ -26,7 +26,7 @@ workloads::Workload rmsnorm(std::vector<int64_t> shape, const std::string& param
 // Lowers, lets `mutate` change the program, simulates, checks.
 template <typename Mutate>
 workloads::CheckResult run(const workloads::Workload& w, Mutate mutate) {
-  const isa::ArchConfig arch = isa::trn2();
+  const config::ArchConfig arch = config::trn2();
   workloads::LoweredKernel k = workloads::lower(w, arch, true);
   mutate(k.program);
   isa::validate(k.program, arch);
@@ -37,7 +37,7 @@ workloads::CheckResult run(const workloads::Workload& w, Mutate mutate) {
   return workloads::check_outputs(k, memory);
 }
 
-isa::Instruction& find(isa::Program& p, isa::Engine e, const std::string& label) {
+isa::Instruction& find(isa::Program& p, Engine e, const std::string& label) {
   for (auto& in : p.stream(e)) {
     if (in.label == label) return in;
   }
@@ -65,7 +65,7 @@ TEST_CASE("fused RMSNorm with VectorE scaling and three buffers matches the refe
 
 TEST_CASE("a lowering that forgets gamma fails the functional check") {
   const auto c = run(rmsnorm({256, 512}), [](isa::Program& p) {
-    find(p, isa::Engine::vector, "gamma tile 1").op0 = isa::AluOp::bypass;
+    find(p, Engine::vector, "gamma tile 1").op0 = isa::AluOp::bypass;
   });
   CHECK(c.status == workloads::CheckResult::Status::fail);
   CHECK(c.mismatches > 0);
@@ -73,7 +73,7 @@ TEST_CASE("a lowering that forgets gamma fails the functional check") {
 
 TEST_CASE("a lowering that sums instead of averaging the squares fails the check") {
   const auto c = run(rmsnorm({128, 512}), [](isa::Program& p) {
-    find(p, isa::Engine::scalar, "square-sum tile 0").scale = isa::ScalarOperand::immediate(1.0f);
+    find(p, Engine::scalar, "square-sum tile 0").scale = isa::ScalarOperand::immediate(1.0f);
   });
   CHECK(c.status == workloads::CheckResult::Status::fail);
 }
@@ -81,7 +81,7 @@ TEST_CASE("a lowering that sums instead of averaging the squares fails the check
 TEST_CASE("a lowering that stores a tile before it is computed fails the check") {
   // Dropping the store's wait on VectorE lets the DMA read the output buffer too early.
   const auto c = run(rmsnorm({256, 512}), [](isa::Program& p) {
-    find(p, isa::Engine::sync, "store y tile 0").waits.clear();
+    find(p, Engine::sync, "store y tile 0").waits.clear();
   });
   CHECK(c.status == workloads::CheckResult::Status::fail);
 }

@@ -3,7 +3,7 @@
 #include <catch2/catch.hpp>
 
 #include "isa/validate.hpp"
-#include "models/neuroncore/simulate.hpp"
+#include "models/chip/simulate.hpp"
 #include "workloads/lowering.hpp"
 
 using namespace trnsim;
@@ -24,7 +24,7 @@ workloads::Workload softmax(std::vector<int64_t> shape, const std::string& param
 
 template <typename Mutate>
 workloads::CheckResult run(const workloads::Workload& w, Mutate mutate) {
-  const isa::ArchConfig arch = isa::trn2();
+  const config::ArchConfig arch = config::trn2();
   workloads::LoweredKernel k = workloads::lower(w, arch, true);
   mutate(k.program);
   isa::validate(k.program, arch);
@@ -35,7 +35,7 @@ workloads::CheckResult run(const workloads::Workload& w, Mutate mutate) {
   return workloads::check_outputs(k, memory);
 }
 
-isa::Instruction& find(isa::Program& p, isa::Engine e, const std::string& label) {
+isa::Instruction& find(isa::Program& p, Engine e, const std::string& label) {
   for (auto& in : p.stream(e)) {
     if (in.label == label) return in;
   }
@@ -62,7 +62,7 @@ TEST_CASE("Softmax scaled on ScalarE with one buffer matches the reference") {
 
 TEST_CASE("a Softmax that does not divide by the sum fails the check") {
   const auto c = run(softmax({256, 512}), [](isa::Program& p) {
-    find(p, isa::Engine::vector, "scale tile 1").op0 = isa::AluOp::bypass;
+    find(p, Engine::vector, "scale tile 1").op0 = isa::AluOp::bypass;
   });
   CHECK(c.status == workloads::CheckResult::Status::fail);
   CHECK(c.mismatches > 0);
@@ -70,8 +70,7 @@ TEST_CASE("a Softmax that does not divide by the sum fails the check") {
 
 TEST_CASE("a Softmax whose exp does not wait for the max fails the check") {
   // Without its wait, ScalarE reads -max before VectorE writes it (zero from the start).
-  const auto c = run(softmax({256, 512}), [](isa::Program& p) {
-    find(p, isa::Engine::scalar, "exp tile 0").waits.clear();
-  });
+  const auto c = run(softmax({256, 512}),
+                     [](isa::Program& p) { find(p, Engine::scalar, "exp tile 0").waits.clear(); });
   CHECK(c.status == workloads::CheckResult::Status::fail);
 }

@@ -4,7 +4,7 @@
 #include <catch2/catch.hpp>
 #include <vector>
 
-#include "models/events.hpp"
+#include "models/records/records.hpp"
 
 namespace trnsim_test {
 
@@ -20,7 +20,7 @@ struct Recorder : trnsim::models::EventSink {
   void on_kernel(const trnsim::models::KernelRecord& r) override { kernels.push_back(r); }
   void on_host(const trnsim::models::HostRecord& r) override { host.push_back(r); }
   // The record of instruction `index` of engine `e` (core 0).
-  const trnsim::models::InstructionRecord& of(trnsim::isa::Engine e, uint32_t index = 0) const {
+  const trnsim::models::InstructionRecord& of(trnsim::Engine e, uint32_t index = 0) const {
     for (const auto& r : instructions) {
       if (r.engine == e && r.index == index) return r;
     }

@@ -11,10 +11,10 @@
 
 #include <fmt/format.h>
 
-#include "isa/arch.hpp"
+#include "config/arch.hpp"
 #include "isa/program.hpp"
-#include "sim/output_file.hpp"
-#include "sim/trace_writer.hpp"
+#include "sim/io/output_file.hpp"
+#include "sim/report/trace_writer.hpp"
 
 using namespace trnsim;
 
@@ -26,11 +26,11 @@ isa::Program one_dma_program() {
   const uint16_t q = p.add_queue("q");
   isa::Instruction in;
   in.opcode = isa::Opcode::dma_copy;
-  in.engine = isa::Engine::sync;
+  in.engine = Engine::sync;
   in.src[0] = isa::hbm_ap(isa::DType::bf16, 0, 128, 64, {{1, 64}});
   in.dst = isa::sbuf_ap(isa::DType::bf16, 0, 128, 0, {{1, 64}});
   in.dma_queue = q;
-  p.stream(isa::Engine::sync).push_back(in);
+  p.stream(Engine::sync).push_back(in);
   return p;
 }
 
@@ -106,14 +106,14 @@ size_t feed(sim::TraceWriter& w, const std::vector<Transfer>& ts) {
   for (const auto& [time, who] : records) {
     if (who > 0) {
       models::InstructionRecord r;
-      r.engine = isa::Engine::sync;
+      r.engine = Engine::sync;
       r.ready = r.start = Picoseconds(time - 10);
       r.end = Picoseconds(time);
       w.on_instruction(r);
     } else {
       const Transfer& t = ts[-who - 1];
       models::TransferRecord r;
-      r.issuer = isa::Engine::sync;
+      r.issuer = Engine::sync;
       r.issued = Picoseconds(t.issued);
       r.start = Picoseconds(t.start);
       r.end = Picoseconds(t.end);
@@ -171,7 +171,7 @@ TEST_CASE(
   const isa::Program p = one_dma_program();
   const std::string path = scratch("same");
   {
-    sim::TraceWriter w(path, p, isa::trn2());
+    sim::TraceWriter w(path, p, config::trn2());
     feed(w, ts);
     w.close();
     w.commit();
@@ -195,7 +195,7 @@ TEST_CASE("trace counter steps held during the run stay bounded by the transfers
   }
   const isa::Program p = one_dma_program();
   const std::string path = scratch("bounded");
-  sim::TraceWriter w(path, p, isa::trn2());
+  sim::TraceWriter w(path, p, config::trn2());
   const size_t most_held = feed(w, ts);
   CHECK(most_held <= 32);
   w.close();

@@ -9,16 +9,17 @@
 #include <utility>
 #include <vector>
 
-#include "isa/arch.hpp"
+#include "base/units.hpp"
+#include "config/arch.hpp"
 #include "isa/instruction.hpp"
-#include "isa/units.hpp"
 #include "models/dma/dma_timing.hpp"
 #include "models/hbm/hbm.hpp"
 
 namespace trnsim_test {
 
 struct DmaBench {
-  explicit DmaBench(const trnsim::isa::ArchConfig& a, uint32_t cores = 1) : arch(a), cores(cores) {
+  explicit DmaBench(const trnsim::config::ArchConfig& a, uint32_t cores = 1)
+      : arch(a), cores(cores) {
     instructions.reserve(4096);  // plan_transfer's plans point into it: no reallocation
     plans.reserve(4096);
   }
@@ -60,7 +61,7 @@ struct DmaBench {
     return trnsim::models::HbmModel(arch, 1).stack_peak_bytes_per_ns();
   }
 
-  trnsim::isa::ArchConfig arch;
+  trnsim::config::ArchConfig arch;
   uint32_t cores;
   std::vector<trnsim::isa::Instruction> instructions;
   std::vector<trnsim::models::DmaPlan> plans;

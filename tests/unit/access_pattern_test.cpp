@@ -126,6 +126,7 @@ TEST_CASE("access pattern to_string shows memory, partitions and dims", "[unit][
 }
 
 TEST_CASE("access patterns are equal when every field is") {
+  using namespace trnsim;
   using namespace trnsim::isa;
   const AccessPattern a = sbuf_ap(DType::bf16, 0, 128, 1024, {{1, 64}});
   AccessPattern b = a;

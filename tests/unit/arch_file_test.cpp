@@ -4,12 +4,12 @@
 
 #include <regex>
 
-#include "isa/arch_file.hpp"
+#include "config/arch_file.hpp"
 
-using trnsim::isa::ArchConfig;
-using trnsim::isa::ArchFileError;
-using trnsim::isa::parameters;
-using trnsim::isa::parse_arch_document;
+using trnsim::config::ArchConfig;
+using trnsim::config::ArchFileError;
+using trnsim::config::parameters;
+using trnsim::config::parse_arch_document;
 
 namespace {
 
@@ -23,12 +23,12 @@ bool same_values(const ArchConfig& a, const ArchConfig& b) {
 }  // namespace
 
 TEST_CASE("the built-in presets are trn1, trn2 and trn3, from arch/*.json") {
-  CHECK(trnsim::isa::preset_names() == "trn1, trn2, trn3");
-  REQUIRE(trnsim::isa::embedded_arch_files().size() == 3);
-  for (const auto& spec : trnsim::isa::preset_specs()) {
+  CHECK(trnsim::config::preset_names() == "trn1, trn2, trn3");
+  REQUIRE(trnsim::config::embedded_arch_files().size() == 3);
+  for (const auto& spec : trnsim::config::preset_specs()) {
     CHECK(spec.origin.find("arch/" + spec.config.name + ".json") != std::string::npos);
   }
-  CHECK_FALSE(trnsim::isa::preset("trn4").has_value());
+  CHECK_FALSE(trnsim::config::preset("trn4").has_value());
 }
 
 TEST_CASE("every preset parameter has a source: a fact-sheet key or an assumption with a reason") {
@@ -38,7 +38,7 @@ TEST_CASE("every preset parameter has a source: a fact-sheet key or an assumptio
   const std::regex assumption(R"(^assumption: .{8,}$)");
   // A simulator option that is not a hardware figure (dma_flow_model: which memory model runs).
   const std::regex model_choice(R"(^model choice: .{8,}$)");
-  for (const auto& spec : trnsim::isa::preset_specs()) {
+  for (const auto& spec : trnsim::config::preset_specs()) {
     REQUIRE(spec.sources.size() == parameters().size());
     for (size_t i = 0; i < parameters().size(); ++i) {
       INFO(spec.config.name << " " << parameters()[i].name << ": " << spec.sources[i]);
@@ -50,7 +50,7 @@ TEST_CASE("every preset parameter has a source: a fact-sheet key or an assumptio
 }
 
 TEST_CASE("the presets keep the values the golden counts were taken with") {
-  const ArchConfig trn1 = trnsim::isa::trn1(), trn2 = trnsim::isa::trn2();
+  const ArchConfig trn1 = trnsim::config::trn1(), trn2 = trnsim::config::trn2();
   CHECK(trn1.engine_mhz == std::array<uint32_t, 5>{2800, 1120, 1400, 1400, 1400});
   CHECK(trn2.engine_mhz == std::array<uint32_t, 5>{2400, 960, 1200, 1200, 1200});
   CHECK(trn1.sbuf_partition_bytes == 192 * 1024);
@@ -70,7 +70,7 @@ TEST_CASE("the presets keep the values the golden counts were taken with") {
 }
 
 TEST_CASE("trn3 takes what the fact sheet gives for Trainium3 / NeuronCore-v4") {
-  const ArchConfig a = trnsim::isa::trn3();
+  const ArchConfig a = trnsim::config::trn3();
   CHECK(a.chip_cores == 8);
   CHECK(a.engine_mhz == std::array<uint32_t, 5>{2400, 1200, 1200, 1200, 1200});
   CHECK(a.sbuf_partition_bytes * a.partitions == 32ULL << 20);
@@ -85,8 +85,8 @@ TEST_CASE("trn3 takes what the fact sheet gives for Trainium3 / NeuronCore-v4") 
 }
 
 TEST_CASE("arch_document prints a file that parses back to the same values and sources") {
-  for (const auto& spec : trnsim::isa::preset_specs()) {
-    const auto back = parse_arch_document(trnsim::isa::arch_document(spec), "copy.json");
+  for (const auto& spec : trnsim::config::preset_specs()) {
+    const auto back = parse_arch_document(trnsim::config::arch_document(spec), "copy.json");
     CHECK(back.config.name == spec.config.name);
     CHECK(same_values(back.config, spec.config));
     CHECK(back.sources == spec.sources);
@@ -102,19 +102,21 @@ TEST_CASE("an arch file with a base changes only what it gives") {
   CHECK(spec.base == "trn1");
   CHECK(spec.config.pe_columns == 256);
   CHECK(spec.config.hbm.t_rcd == 12.5);
-  ArchConfig expected = trnsim::isa::trn1();
+  ArchConfig expected = trnsim::config::trn1();
   expected.pe_columns = 256;
   expected.hbm.t_rcd = 12.5;
   expected.name = "wide";
   CHECK(same_values(spec.config, expected));
-  const size_t rcd = trnsim::isa::parameter_index(*trnsim::isa::find_parameter("hbm.t_rcd"));
-  const size_t cols = trnsim::isa::parameter_index(*trnsim::isa::find_parameter("pe_columns"));
+  const size_t rcd = trnsim::config::parameter_index(*trnsim::config::find_parameter("hbm.t_rcd"));
+  const size_t cols =
+      trnsim::config::parameter_index(*trnsim::config::find_parameter("pe_columns"));
   CHECK(spec.sources[rcd] == "faster");
   CHECK(spec.sources[cols] == "dir/wide.json");
   auto with_set = spec;
-  trnsim::isa::set_parameter(with_set, "pe_rows=64");
+  trnsim::config::set_parameter(with_set, "pe_rows=64");
   CHECK(with_set.config.pe_rows == 64);
-  CHECK(with_set.sources[trnsim::isa::parameter_index(*trnsim::isa::find_parameter("pe_rows"))] ==
+  CHECK(with_set
+            .sources[trnsim::config::parameter_index(*trnsim::config::find_parameter("pe_rows"))] ==
         "--set");
 }
 

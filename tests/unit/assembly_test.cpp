@@ -9,13 +9,14 @@
 #include <string>
 #include <vector>
 
-#include "isa/arch.hpp"
-#include "isa/assembly.hpp"
-#include "isa/synchronize.hpp"
+#include "compiler/deadlock.hpp"
+#include "compiler/synchronize.hpp"
+#include "config/arch.hpp"
+#include "isa/text/assembly.hpp"
 
 using Catch::Matchers::Contains;
 using Catch::Matchers::StartsWith;
-using trnsim::isa::ArchConfig;
+using trnsim::config::ArchConfig;
 using trnsim::isa::Assembly;
 using trnsim::isa::AssemblyError;
 using trnsim::isa::from_json;
@@ -47,13 +48,13 @@ std::string slurp(const std::string& path) {
 }
 
 ArchConfig arch_of(const Assembly& a) {
-  return a.arch.empty() ? trnsim::isa::trn2() : *trnsim::isa::preset(a.arch);
+  return a.arch.empty() ? trnsim::config::trn2() : *trnsim::config::preset(a.arch);
 }
 
 // The program with its streams filled, as trnsim runs it.
 Program streams_of(const Assembly& a, const ArchConfig& arch) {
-  return a.auto_sync ? trnsim::isa::synchronize(a.sequence, a.program, arch)
-                     : trnsim::isa::distribute(a.sequence, a.program);
+  return a.auto_sync ? trnsim::compiler::synchronize(a.sequence, a.program, arch)
+                     : trnsim::compiler::distribute(a.sequence, a.program);
 }
 
 nlohmann::json json_of(const Assembly& a, const Program& p) {
@@ -72,7 +73,7 @@ const std::string kPrelude =
 // The AssemblyError message for `text`, or "" when it parses.
 std::string error_of(const std::string& text) {
   try {
-    parse_assembly(text, "e.tasm", trnsim::isa::trn2());
+    parse_assembly(text, "e.tasm", trnsim::config::trn2());
   } catch (const AssemblyError& e) {
     return e.what();
   }
@@ -118,7 +119,7 @@ TEST_CASE("assembly: every example survives print_assembly -> parse_assembly unc
           "[unit][assembly]") {
   for (const auto& file : example_programs()) {
     INFO(file);
-    const Assembly first = parse_assembly(slurp(file), file, trnsim::isa::trn2());
+    const Assembly first = parse_assembly(slurp(file), file, trnsim::config::trn2());
     const ArchConfig arch = arch_of(first);
     const Assembly a = parse_assembly(slurp(file), file, arch);
     REQUIRE_FALSE(a.sequence.empty());
@@ -127,7 +128,7 @@ TEST_CASE("assembly: every example survives print_assembly -> parse_assembly unc
     INFO(text);
     const Assembly b = parse_assembly(text, "printed.tasm", arch);
     CHECK_FALSE(b.auto_sync);  // printed streams are hand-synchronized
-    const Program q = trnsim::isa::distribute(b.sequence, b.program);
+    const Program q = trnsim::compiler::distribute(b.sequence, b.program);
     CHECK(json_of(a, p) == json_of(b, q));
     CHECK(p.instruction_count() == a.sequence.size());
     // Printing is stable: the reparsed program prints to the same text.
@@ -138,7 +139,7 @@ TEST_CASE("assembly: every example survives print_assembly -> parse_assembly unc
 TEST_CASE("assembly: every example survives to_json -> from_json unchanged", "[unit][assembly]") {
   for (const auto& file : example_programs()) {
     INFO(file);
-    const Assembly first = parse_assembly(slurp(file), file, trnsim::isa::trn2());
+    const Assembly first = parse_assembly(slurp(file), file, trnsim::config::trn2());
     const ArchConfig arch = arch_of(first);
     const Assembly a = parse_assembly(slurp(file), file, arch);
     const nlohmann::json j = json_of(a, streams_of(a, arch));
@@ -154,17 +155,17 @@ TEST_CASE("assembly: every example survives to_json -> from_json unchanged", "[u
 TEST_CASE("assembly: labels with spaces, '#' and quotes survive print and parse",
           "[unit][assembly]") {
   const std::string file = examples_dir() + "/matmul_tiled.tasm";
-  const Assembly a = parse_assembly(slurp(file), file, trnsim::isa::trn2());
-  nlohmann::json j = json_of(a, streams_of(a, trnsim::isa::trn2()));
+  const Assembly a = parse_assembly(slurp(file), file, trnsim::config::trn2());
+  nlohmann::json j = json_of(a, streams_of(a, trnsim::config::trn2()));
   for (const std::string label : {"plain", "two words", "hash # inside", "say \"hi\""}) {
     INFO(label);
     j["streams"]["pe"][0]["label"] = label;
     const Assembly b = from_json(j, "p.json");
-    REQUIRE(b.program.stream(trnsim::isa::Engine::tensor)[0].label == label);
+    REQUIRE(b.program.stream(trnsim::Engine::tensor)[0].label == label);
     const std::string text = print_assembly(b.program, b.buffers, b.inits, b.expectations);
     std::string reparsed;
     try {
-      const Assembly c = parse_assembly(text, "printed.tasm", trnsim::isa::trn2());
+      const Assembly c = parse_assembly(text, "printed.tasm", trnsim::config::trn2());
       reparsed = c.sequence.at(0).label;
     } catch (const AssemblyError& e) {
       reparsed = std::string("error: ") + e.what();
@@ -178,16 +179,16 @@ TEST_CASE(
     "theirs",
     "[unit][assembly]") {
   const Assembly tiled = parse_assembly(slurp(examples_dir() + "/matmul_tiled.tasm"),
-                                        "matmul_tiled.tasm", trnsim::isa::trn2());
+                                        "matmul_tiled.tasm", trnsim::config::trn2());
   CHECK(tiled.auto_sync);
-  const Program p = streams_of(tiled, trnsim::isa::trn2());
+  const Program p = streams_of(tiled, trnsim::config::trn2());
   size_t waits = 0;
   for (const auto& s : p.streams)
     for (const auto& in : s) waits += in.waits.size();
   CHECK(waits > 0);
-  CHECK(trnsim::isa::find_deadlock(p, trnsim::isa::trn2()).empty());
+  CHECK(trnsim::compiler::find_deadlock(p, trnsim::config::trn2()).empty());
   const Assembly manual = parse_assembly(slurp(examples_dir() + "/rmsnorm_manual.tasm"),
-                                         "rmsnorm_manual.tasm", trnsim::isa::trn2());
+                                         "rmsnorm_manual.tasm", trnsim::config::trn2());
   CHECK_FALSE(manual.auto_sync);
 }
 
@@ -390,7 +391,7 @@ TEST_CASE("assembly: a validation failure is reported at the instruction's line"
 
 TEST_CASE("assembly: garbage, binary input, an empty file and a file of comments do not crash",
           "[unit][assembly][errors]") {
-  const trnsim::isa::ArchConfig arch = trnsim::isa::trn2();
+  const trnsim::config::ArchConfig arch = trnsim::config::trn2();
   SECTION("empty") {
     const Assembly a = parse_assembly("", "e.tasm", arch);
     CHECK(a.sequence.empty());
@@ -440,8 +441,8 @@ TEST_CASE("assembly: garbage, binary input, an empty file and a file of comments
 
 TEST_CASE("assembly: from_json names the JSON path of what is wrong", "[unit][assembly][errors]") {
   const std::string file = examples_dir() + "/matmul_tiled.tasm";
-  const Assembly a = parse_assembly(slurp(file), file, trnsim::isa::trn2());
-  const nlohmann::json good = json_of(a, streams_of(a, trnsim::isa::trn2()));
+  const Assembly a = parse_assembly(slurp(file), file, trnsim::config::trn2());
+  const nlohmann::json good = json_of(a, streams_of(a, trnsim::config::trn2()));
   REQUIRE(json_error_of(good).empty());
 
   CHECK_THAT(json_error_of(nlohmann::json::array()),

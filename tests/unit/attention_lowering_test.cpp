@@ -9,12 +9,12 @@
 #include <vector>
 
 #include "kernel_test_support.hpp"
-#include "workloads/attention.hpp"
+#include "workloads/kernels/attention.hpp"
 
 using Catch::Matchers::Contains;
 using Catch::Matchers::StartsWith;
-using trnsim::isa::ArchConfig;
-using trnsim::isa::Engine;
+using trnsim::Engine;
+using trnsim::config::ArchConfig;
 using trnsim::isa::Instruction;
 using trnsim::isa::Memory;
 using trnsim::isa::Opcode;
@@ -62,7 +62,7 @@ TEST_CASE("the lowered attention computes attention at small shapes", "[unit][at
       {3, 1, 8, R"(, "causal": true)", "{}"},
       {1, 129, 1, "", "{}"},
   };
-  for (const ArchConfig& arch : {trnsim::isa::trn2(), trnsim::isa::trn1()}) {
+  for (const ArchConfig& arch : {trnsim::config::trn2(), trnsim::config::trn1()}) {
     for (const Case& c : cases) {
       INFO(arch.name << " " << att(c.heads, c.seq, c.d, c.extra, c.params));
       const FunctionalResult r =
@@ -76,7 +76,7 @@ TEST_CASE("attention with one head buffer drains a head before loading the next"
           "[unit][attention]") {
   // A small SBUF leaves room for one head's Q^T, K^T and V only: the next head's loads wait
   // for the last P V matmul of the head before.
-  ArchConfig arch = trnsim::isa::trn2();
+  ArchConfig arch = trnsim::config::trn2();
   arch.sbuf_partition_bytes = 9500;
   for (const char* extra : {"", R"(, "causal": true)"}) {
     INFO(extra);
@@ -84,8 +84,10 @@ TEST_CASE("attention with one head buffer drains a head before loading the next"
     CHECK(lower(w, arch, false).choices.at("head_bufs") == 1);
     CHECK(check_functional(w, arch).mismatches == 0);
   }
-  CHECK(lower(workload(att(3, 300, 64)), trnsim::isa::trn2(), false).choices.at("head_bufs") == 2);
-  CHECK(lower(workload(att(1, 300, 64)), trnsim::isa::trn2(), false).choices.at("head_bufs") == 1);
+  CHECK(lower(workload(att(3, 300, 64)), trnsim::config::trn2(), false).choices.at("head_bufs") ==
+        2);
+  CHECK(lower(workload(att(1, 300, 64)), trnsim::config::trn2(), false).choices.at("head_bufs") ==
+        1);
 }
 
 TEST_CASE("attention follows the partitions, PE array and PSUM banks of the arch",
@@ -109,13 +111,13 @@ TEST_CASE("attention follows the partitions, PE array and PSUM banks of the arch
   };
   for (const Change& ch : changes) {
     INFO(ch.what);
-    ArchConfig arch = trnsim::isa::trn2();
+    ArchConfig arch = trnsim::config::trn2();
     ch.apply(arch);
     const auto w = workload(att(2, 300, 32, R"(, "causal": true)"));
     CHECK(lower(w, arch, false).choices.at("q_block") == ch.tile);
     CHECK(check_functional(w, arch).mismatches == 0);
   }
-  ArchConfig narrow = trnsim::isa::trn2();
+  ArchConfig narrow = trnsim::config::trn2();
   narrow.pe_rows = 32;
   CHECK_THAT(error_of(att(1, 128, 64), narrow),
              StartsWith("w.json: /shape/2: head_dim 64 exceeds the 32 partitions"));
@@ -124,7 +126,7 @@ TEST_CASE("attention follows the partitions, PE array and PSUM banks of the arch
 TEST_CASE("attention's check catches a missing rescale and a missing causal mask",
           "[unit][attention]") {
   auto fails_with = [](const std::string& json, auto mutate) {
-    const ArchConfig arch = trnsim::isa::trn2();
+    const ArchConfig arch = trnsim::config::trn2();
     const LoweredKernel k = lower(workload(json), arch, true);
     LoweredKernel m = k;
     mutate(m.program);
@@ -156,7 +158,7 @@ TEST_CASE("attention's check catches a missing rescale and a missing causal mask
 }
 
 TEST_CASE("the lowered attention has no unordered accesses for any choice", "[unit][attention]") {
-  for (const ArchConfig& arch : {trnsim::isa::trn1(), trnsim::isa::trn2()}) {
+  for (const ArchConfig& arch : {trnsim::config::trn1(), trnsim::config::trn2()}) {
     for (const char* extra : {"", R"(, "causal": true)"}) {
       for (const char* params :
            {"{}", R"({"kv_block": 128, "bufs": 3})", R"({"kv_block": 640, "pt_copy": "vector"})",
@@ -171,13 +173,13 @@ TEST_CASE("the lowered attention has no unordered accesses for any choice", "[un
 
 TEST_CASE("attention at seq 8192 fits the instruction cap, SBUF and PSUM, heads 1 to 8",
           "[unit][attention]") {
-  for (const ArchConfig& arch : {trnsim::isa::trn2(), trnsim::isa::trn1()}) {
+  for (const ArchConfig& arch : {trnsim::config::trn2(), trnsim::config::trn1()}) {
     for (int64_t heads : {1, 3, 8}) {
       for (const char* extra : {"", R"(, "causal": true)"}) {
         INFO(arch.name << " heads " << heads << extra);
         const LoweredKernel k = lower(workload(att(heads, 8192, 128, extra)), arch, false);
         CHECK_NOTHROW(trnsim::isa::validate(k.program, arch));  // SBUF, PSUM, banks, shapes
-        CHECK(trnsim::isa::find_deadlock(k.program, arch) == "");
+        CHECK(trnsim::compiler::find_deadlock(k.program, arch) == "");
         CHECK(k.program.instruction_count() <= arch.max_instructions);
         const bool causal = std::string(extra).find("true") != std::string::npos;
         const uint64_t flops = 4ULL * heads * 8192 * 8192 * 128;
@@ -187,7 +189,7 @@ TEST_CASE("attention at seq 8192 fits the instruction cap, SBUF and PSUM, heads 
         // Every on-chip operand stays within its memory (validate checks each); PSUM use is
         // within the 8 banks: at most 16 KiB a partition.
         uint64_t psum_end = 0;
-        for (Engine e : trnsim::isa::kAllEngines) {
+        for (Engine e : trnsim::kAllEngines) {
           for (const Instruction& in : k.program.stream(e)) {
             for (const auto* ap : {&in.dst, &in.src[0], &in.src[1]}) {
               if (ap->present() && ap->memory == Memory::psum) {
@@ -210,9 +212,9 @@ TEST_CASE("causal attention skips the blocks past each query block and masks the
   // row, in ceil((128j + qr) / 256) blocks; the score matmuls read exactly those keys.
   const LoweredKernel k =
       lower(workload(att(1, 1000, 64, R"(, "causal": true)", R"({"kv_block": 256})")),
-            trnsim::isa::trn2(), false);
+            trnsim::config::trn2(), false);
   const LoweredKernel full =
-      lower(workload(att(1, 1000, 64, "", R"({"kv_block": 256})")), trnsim::isa::trn2(), false);
+      lower(workload(att(1, 1000, 64, "", R"({"kv_block": 256})")), trnsim::config::trn2(), false);
   uint64_t keys = 0, keys_full = 0;
   for (const Instruction& in : k.program.stream(Engine::tensor)) {
     if (in.label.rfind("S ", 0) == 0) keys += in.src[1].free_elements();
@@ -239,7 +241,7 @@ TEST_CASE("causal attention skips the blocks past each query block and masks the
 }
 
 TEST_CASE("attention transposes Q and K by DMA and P by TensorE", "[unit][attention]") {
-  const LoweredKernel k = lower(workload(att(2, 300, 64)), trnsim::isa::trn2(), false);
+  const LoweredKernel k = lower(workload(att(2, 300, 64)), trnsim::config::trn2(), false);
   const auto& p = k.program;
   // Per head one DMA transpose each for Q^T and K^T ([seq, head_dim] -> [head_dim, seq]), V by
   // plain copies (full 128-key blocks, then the 44-key tail).
@@ -296,7 +298,7 @@ TEST_CASE("attention errors name the key", "[unit][attention]") {
   CHECK_THAT(error_of(R"({"kernel": "attention", "shape": [128, 64]})"),
              StartsWith("w.json: /shape: expected an array of 3 positive integers [heads, seq, "
                         "head_dim]"));
-  ArchConfig tight = trnsim::isa::trn2();
+  ArchConfig tight = trnsim::config::trn2();
   tight.max_instructions = 10000;
   CHECK_THAT(error_of(att(8, 8192, 128), tight),
              StartsWith("w.json: /shape: attention of [8, 8192, 128] lowers to at least 24576 "

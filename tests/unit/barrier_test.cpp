@@ -1,11 +1,18 @@
 // `barrier` in the assembly: every engine arrives before any leaves.
 #include <catch2/catch.hpp>
 
-#include "isa/assembly.hpp"
-#include "isa/synchronize.hpp"
+#include "compiler/deadlock.hpp"
+#include "compiler/synchronize.hpp"
+#include "isa/text/assembly.hpp"
 #include "isa/validate.hpp"
 
+using namespace trnsim;
+
 using namespace trnsim::isa;
+
+using namespace trnsim::config;
+
+using namespace trnsim::compiler;
 
 TEST_CASE("assembly: a barrier is an arrive and a leave nop on every engine", "[unit][assembly]") {
   const ArchConfig arch = trn2();

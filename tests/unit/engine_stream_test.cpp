@@ -3,13 +3,13 @@
 
 #include <string>
 
-#include "isa/arch.hpp"
+#include "config/arch.hpp"
 #include "isa/validate.hpp"
 #include "workloads/lowering.hpp"
 #include "workloads/workload.hpp"
 
 using Catch::Matchers::Contains;
-using trnsim::isa::Engine;
+using trnsim::Engine;
 using trnsim::isa::Opcode;
 using trnsim::workloads::lower;
 using trnsim::workloads::LoweredKernel;
@@ -21,7 +21,7 @@ namespace {
 LoweredKernel stream(const std::string& keys, bool functional = false) {
   const auto w =
       parse_workload(R"({"kernel": "engine_stream", "shape": [128, 64], )" + keys + "}", "s.json");
-  return lower(w, trnsim::isa::trn2(), functional);
+  return lower(w, trnsim::config::trn2(), functional);
 }
 
 std::string error_of(const std::string& keys) {
@@ -53,19 +53,19 @@ TEST_CASE("engine_stream puts `instructions` identical instructions on one engin
   CHECK(p.stream(Engine::vector).back().updates.size() == 1);
   CHECK(k.choices["instructions"] == 1000);
   CHECK(k.choices["engine"] == "vector");
-  trnsim::isa::validate(p, trnsim::isa::trn2());
-  trnsim::isa::validate(p, trnsim::isa::trn1());
+  trnsim::isa::validate(p, trnsim::config::trn2());
+  trnsim::isa::validate(p, trnsim::config::trn1());
 }
 
 TEST_CASE("engine_stream runs activation on ScalarE and tensor_scalar on GpSimdE") {
   const LoweredKernel act = stream(R"("engine": "scalar", "instructions": 3)");
   REQUIRE(act.program.stream(Engine::scalar).size() == 3);
   CHECK(act.program.stream(Engine::scalar)[0].opcode == Opcode::activation);
-  trnsim::isa::validate(act.program, trnsim::isa::trn2());
+  trnsim::isa::validate(act.program, trnsim::config::trn2());
   const LoweredKernel pool = stream(R"("engine": "gpsimd", "instructions": 3)");
   REQUIRE(pool.program.stream(Engine::gpsimd).size() == 3);
   CHECK(pool.program.stream(Engine::gpsimd)[0].opcode == Opcode::tensor_scalar);
-  trnsim::isa::validate(pool.program, trnsim::isa::trn2());
+  trnsim::isa::validate(pool.program, trnsim::config::trn2());
 }
 
 TEST_CASE("engine_stream's reference is y = 2x - 1 rounded to the dtype") {
@@ -89,7 +89,7 @@ TEST_CASE("engine_stream refuses other engines, a bad count, a tile beyond SBUF,
   CHECK_THAT(error_of(R"("params": {"bufs": 2})"), Contains("/params/bufs"));
   const auto wide =
       parse_workload(R"({"kernel": "engine_stream", "shape": [128, 65536]})", "w.json");
-  CHECK_THROWS_WITH(lower(wide, trnsim::isa::trn2(), false), Contains("/shape/1"));
+  CHECK_THROWS_WITH(lower(wide, trnsim::config::trn2(), false), Contains("/shape/1"));
   const auto tall = parse_workload(R"({"kernel": "engine_stream", "shape": [129, 64]})", "t.json");
-  CHECK_THROWS_WITH(lower(tall, trnsim::isa::trn2(), false), Contains("/shape/0"));
+  CHECK_THROWS_WITH(lower(tall, trnsim::config::trn2(), false), Contains("/shape/0"));
 }

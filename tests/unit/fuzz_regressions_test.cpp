@@ -4,8 +4,8 @@
 #include <catch2/catch.hpp>
 #include <string>
 
-#include "isa/arch.hpp"
-#include "isa/assembly.hpp"
+#include "config/arch.hpp"
+#include "isa/text/assembly.hpp"
 #include "workloads/lowering.hpp"
 #include "workloads/program.hpp"
 #include "workloads/workload.hpp"
@@ -20,7 +20,7 @@ namespace {
 std::string program_json_error(const std::string& text) {
   try {
     const auto a = trnsim::isa::from_json(trnsim::workloads::parse_json(text, "p.json"), "p.json");
-    (void)trnsim::workloads::lower_assembly(a, trnsim::isa::trn2(), false);
+    (void)trnsim::workloads::lower_assembly(a, trnsim::config::trn2(), false);
   } catch (const AssemblyError& e) {
     return e.what();
   }
@@ -45,7 +45,7 @@ TEST_CASE("fuzz: a JSON number too large for a double is a WorkloadError", "[uni
 TEST_CASE("fuzz: a kernel of millions of instructions is refused before lowering", "[unit][fuzz]") {
   const auto w = trnsim::workloads::parse_workload(
       R"({"kernel": "rmsnorm", "shape": [71341308, 9]})", "big.json");
-  REQUIRE_THROWS_WITH(trnsim::workloads::lower(w, trnsim::isa::trn2(), false),
+  REQUIRE_THROWS_WITH(trnsim::workloads::lower(w, trnsim::config::trn2(), false),
                       Contains("big.json: /shape: 71341308 rows in tiles of 128 lower to about "
                                "3901478 instructions; a kernel holds at most 1000000"));
 }

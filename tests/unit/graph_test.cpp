@@ -4,10 +4,11 @@
 #include <string>
 
 #include "../support/graphs.hpp"
-#include "isa/arch.hpp"
-#include "workloads/graph.hpp"
-#include "workloads/graph_lowering.hpp"
-#include "workloads/npy.hpp"
+#include "config/arch.hpp"
+#include "workloads/graph/graph.hpp"
+#include "workloads/graph/graph_lowering.hpp"
+#include "workloads/graph/npy.hpp"
+#include "workloads/lowering.hpp"
 
 using Catch::Matchers::Contains;
 using namespace trnsim;
@@ -19,7 +20,7 @@ namespace {
 std::string error_of(const std::string& text) {
   try {
     const Workload w = parse(text);
-    lower(w, isa::trn2(), false);
+    lower(w, config::trn2(), false);
   } catch (const WorkloadError& e) {
     return e.what();
   }
@@ -95,7 +96,7 @@ TEST_CASE("the fusion pass fuses the decomposed RMSNorm into one kernel") {
   REQUIRE(plan.kernels.size() == 1);
   CHECK(plan.kernels[0].ops.size() == 6);
   // Nothing between the ops goes through HBM: only x, gamma and y are tensors there.
-  const LoweredKernel k = lower(w, isa::trn2(), false);
+  const LoweredKernel k = lower(w, config::trn2(), false);
   CHECK(k.program.dram_tensors.size() == 3);
   CHECK(k.program.kernel_count() == 1);
 }
@@ -109,7 +110,7 @@ TEST_CASE("the fusion pass fuses decomposed LayerNorm, softmax and GELU with no 
 }
 
 TEST_CASE("eager kernels pass every intermediate through HBM") {
-  const LoweredKernel k = lower(parse(rmsnorm_graph("eager", 256, 512)), isa::trn2(), false);
+  const LoweredKernel k = lower(parse(rmsnorm_graph("eager", 256, 512)), config::trn2(), false);
   CHECK(k.program.dram_tensors.size() == 2 + 6);
   CHECK(k.program.kernel_count() == 6);
   REQUIRE(k.program.host_ops.size() == 6);
@@ -117,15 +118,15 @@ TEST_CASE("eager kernels pass every intermediate through HBM") {
 }
 
 TEST_CASE("compile mode sums squares in the activation that squares them") {
-  const LoweredKernel k = lower(parse(rmsnorm_graph("compile", 256, 512)), isa::trn2(), false);
+  const LoweredKernel k = lower(parse(rmsnorm_graph("compile", 256, 512)), config::trn2(), false);
   size_t folded = 0, reductions = 0;
-  for (const auto& in : k.program.stream(isa::Engine::scalar)) {
+  for (const auto& in : k.program.stream(Engine::scalar)) {
     if (in.opcode == isa::Opcode::activation && in.function == isa::ActivationFunction::square &&
         in.accumulate.present()) {
       ++folded;
     }
   }
-  for (const auto& in : k.program.stream(isa::Engine::vector)) {
+  for (const auto& in : k.program.stream(Engine::vector)) {
     reductions += in.opcode == isa::Opcode::tensor_reduce;
   }
   CHECK(folded == 2);  // one per 128-row tile
@@ -133,7 +134,7 @@ TEST_CASE("compile mode sums squares in the activation that squares them") {
 }
 
 TEST_CASE("compile mode chooses buffers that fit SBUF and overlap DMA with compute") {
-  isa::ArchConfig arch = isa::trn2();
+  config::ArchConfig arch = config::trn2();
   const LoweredKernel k = lower(parse(rmsnorm_graph("compile", 2048, 4096)), arch, false);
   CHECK(k.choices["kernels"][0]["bufs"] == 3);
   // A small SBUF makes it choose fewer buffers, then fail with a clear message.

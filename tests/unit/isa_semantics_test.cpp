@@ -12,19 +12,19 @@
 #include <string>
 #include <vector>
 
+#include "config/arch.hpp"
 #include "isa/access_pattern.hpp"
-#include "isa/arch.hpp"
 #include "isa/instruction.hpp"
 #include "isa/program.hpp"
 #include "isa/semantics.hpp"
 #include "isa/validate.hpp"
 
 using Catch::Matchers::Contains;
+using trnsim::Engine;
+using trnsim::config::ArchConfig;
 using trnsim::isa::AccessPattern;
 using trnsim::isa::AluOp;
-using trnsim::isa::ArchConfig;
 using trnsim::isa::DType;
-using trnsim::isa::Engine;
 using trnsim::isa::execute;
 using trnsim::isa::hbm_ap;
 using trnsim::isa::Instruction;
@@ -43,7 +43,7 @@ constexpr float kInf = std::numeric_limits<float>::infinity();
 constexpr float kNaN = std::numeric_limits<float>::quiet_NaN();
 
 const ArchConfig& arch() {
-  static const ArchConfig a = trnsim::isa::trn2();
+  static const ArchConfig a = trnsim::config::trn2();
   return a;
 }
 

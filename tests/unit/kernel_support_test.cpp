@@ -6,11 +6,11 @@
 #include <string>
 #include <vector>
 
-#include "isa/arch.hpp"
+#include "config/arch.hpp"
 #include "isa/program.hpp"
-#include "workloads/kernel_support.hpp"
+#include "workloads/kernels/kernel_support.hpp"
 
-using trnsim::isa::Engine;
+using trnsim::Engine;
 using trnsim::isa::Instruction;
 using trnsim::isa::Opcode;
 using trnsim::workloads::kNotEmitted;
@@ -28,7 +28,7 @@ Instruction nop(Engine e, const std::string& label) {
 
 TEST_CASE("SyncTracker waits once for a signal and raises its own", "[unit][kernels]") {
   trnsim::isa::Program p;
-  const trnsim::isa::ArchConfig arch = trnsim::isa::trn2();
+  const trnsim::config::ArchConfig arch = trnsim::config::trn2();
   SyncTracker sync(p, arch);
   const uint16_t a = sync.semaphore("a");
   const Signal s1 = sync.emit(nop(Engine::vector, "v1"), {}, a);
@@ -56,7 +56,7 @@ TEST_CASE("SyncTracker waits once for a signal and raises its own", "[unit][kern
 TEST_CASE("SyncTracker drops a wait that another engine's signal already knew about",
           "[unit][kernels]") {
   trnsim::isa::Program p;
-  const trnsim::isa::ArchConfig arch = trnsim::isa::trn2();
+  const trnsim::config::ArchConfig arch = trnsim::config::trn2();
   SyncTracker sync(p, arch);
   const uint16_t pe = sync.semaphore("pe");
   const uint16_t dve = sync.semaphore("dve");
@@ -75,7 +75,7 @@ TEST_CASE("SyncTracker drops a wait that another engine's signal already knew ab
 
 TEST_CASE("SyncTracker counts DMA engines on a queue's semaphore", "[unit][kernels]") {
   trnsim::isa::Program p;
-  const trnsim::isa::ArchConfig arch = trnsim::isa::trn2();
+  const trnsim::config::ArchConfig arch = trnsim::config::trn2();
   p.add_dram_tensor("t", trnsim::isa::DType::bf16, {128, 64});
   const uint16_t q = p.add_queue("q");
   SyncTracker sync(p, arch);
@@ -93,7 +93,7 @@ TEST_CASE("SyncTracker counts DMA engines on a queue's semaphore", "[unit][kerne
 
 TEST_CASE("SyncTracker refuses a dependency on a stage not emitted yet", "[unit][kernels]") {
   trnsim::isa::Program p;
-  const trnsim::isa::ArchConfig arch = trnsim::isa::trn2();
+  const trnsim::config::ArchConfig arch = trnsim::config::trn2();
   SyncTracker sync(p, arch);
   const uint16_t a = sync.semaphore("a");
   CHECK_THROWS_AS(sync.emit(nop(Engine::scalar, "early"), {kNotEmitted}), std::logic_error);

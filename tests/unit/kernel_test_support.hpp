@@ -8,10 +8,11 @@
 #include <string>
 #include <vector>
 
-#include "isa/arch.hpp"
+#include "compiler/deadlock.hpp"
+#include "compiler/synchronize.hpp"
+#include "config/arch.hpp"
 #include "isa/program.hpp"
 #include "isa/semantics.hpp"
-#include "isa/synchronize.hpp"
 #include "isa/validate.hpp"
 #include "program_hazards.hpp"
 #include "workloads/lowering.hpp"
@@ -25,7 +26,7 @@ inline trnsim::workloads::Workload workload(const std::string& json) {
 
 // The WorkloadError lowering (or loading) throws, or "" when there is none.
 inline std::string error_of(const std::string& json,
-                            const trnsim::isa::ArchConfig& arch = trnsim::isa::trn2()) {
+                            const trnsim::config::ArchConfig& arch = trnsim::config::trn2()) {
   try {
     trnsim::workloads::lower(workload(json), arch, false);
   } catch (const trnsim::workloads::WorkloadError& e) {
@@ -37,9 +38,12 @@ inline std::string error_of(const std::string& json,
 // Runs the program's instructions in an order its semaphores allow, DMAs completing at once
 // and raising their queue's semaphore by the DMA engines they use (D1). Engines are visited in
 // `order`, each running as far as its waits allow. Returns false on deadlock.
-inline bool play(const trnsim::isa::Program& p, const trnsim::isa::ArchConfig& arch,
-                 trnsim::isa::MemoryImage& mem, const std::vector<trnsim::isa::Engine>& order) {
+inline bool play(const trnsim::isa::Program& p, const trnsim::config::ArchConfig& arch,
+                 trnsim::isa::MemoryImage& mem, const std::vector<trnsim::Engine>& order) {
+  using namespace trnsim;
   using namespace trnsim::isa;
+  using namespace trnsim::config;
+  using namespace trnsim::compiler;
   std::vector<int64_t> sem(p.semaphores.size(), 0);
   std::vector<size_t> next(kEngineCount, 0);
   for (bool progress = true; progress;) {
@@ -79,8 +83,11 @@ struct FunctionalResult {
 // Lowers `w` for `arch`, checks that it validates, has no unordered conflicting accesses and no
 // deadlock, runs it in two engine orders and compares every output with the reference.
 inline FunctionalResult check_functional(const trnsim::workloads::Workload& w,
-                                         const trnsim::isa::ArchConfig& arch) {
+                                         const trnsim::config::ArchConfig& arch) {
+  using namespace trnsim;
   using namespace trnsim::isa;
+  using namespace trnsim::config;
+  using namespace trnsim::compiler;
   const trnsim::workloads::LoweredKernel k = trnsim::workloads::lower(w, arch, true);
   REQUIRE_NOTHROW(validate(k.program, arch));
   CHECK(find_deadlock(k.program, arch) == "");
@@ -115,8 +122,7 @@ inline FunctionalResult check_functional(const trnsim::workloads::Workload& w,
   return r;
 }
 
-inline size_t count_of(const trnsim::isa::Program& p, trnsim::isa::Engine e,
-                       trnsim::isa::Opcode op) {
+inline size_t count_of(const trnsim::isa::Program& p, trnsim::Engine e, trnsim::isa::Opcode op) {
   size_t n = 0;
   for (const auto& in : p.stream(e)) n += in.opcode == op;
   return n;

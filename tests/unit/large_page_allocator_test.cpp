@@ -1,7 +1,7 @@
 // The instruction streams' allocator: large allocations are mappings of their own (not under
 // ASan), small ones come from std::allocator; either way a stream keeps its contents as it grows
 // past the threshold and back.
-#include "isa/large_page_allocator.hpp"
+#include "base/large_page_allocator.hpp"
 
 #include <catch2/catch.hpp>
 #include <cstdint>
@@ -9,8 +9,8 @@
 
 #include "isa/program.hpp"
 
-using trnsim::isa::kLargePageMinBytes;
-using trnsim::isa::LargePageAllocator;
+using trnsim::base::kLargePageMinBytes;
+using trnsim::base::LargePageAllocator;
 
 TEST_CASE("a vector on the large-page allocator keeps its elements across the threshold") {
   std::vector<uint64_t, LargePageAllocator<uint64_t>> v;
@@ -32,10 +32,10 @@ TEST_CASE("a program's instruction streams copy and move with the large-page all
   trnsim::isa::Instruction in;
   in.label = "x";
   const size_t n = kLargePageMinBytes / sizeof(in) + 1;
-  p.stream(trnsim::isa::Engine::vector).assign(n, in);
+  p.stream(trnsim::Engine::vector).assign(n, in);
   trnsim::isa::Program copy = p;
-  CHECK(copy.stream(trnsim::isa::Engine::vector).size() == n);
-  CHECK(copy.stream(trnsim::isa::Engine::vector).back().label == "x");
+  CHECK(copy.stream(trnsim::Engine::vector).size() == n);
+  CHECK(copy.stream(trnsim::Engine::vector).back().label == "x");
   trnsim::isa::Program moved = std::move(copy);
   CHECK(moved.instruction_count() == n);
 }

@@ -6,12 +6,12 @@
 #include <vector>
 
 #include "kernel_test_support.hpp"
-#include "workloads/layernorm.hpp"
+#include "workloads/kernels/layernorm.hpp"
 
 using Catch::Matchers::Contains;
 using Catch::Matchers::StartsWith;
-using trnsim::isa::ArchConfig;
-using trnsim::isa::Engine;
+using trnsim::Engine;
+using trnsim::config::ArchConfig;
 using trnsim::isa::Instruction;
 using trnsim::isa::Opcode;
 using trnsim::workloads::layernorm_reference;
@@ -54,7 +54,7 @@ TEST_CASE("the lowered layernorm computes layernorm with both methods", "[unit][
       {257, 1, R"(, "method": "two_pass")", R"({"bufs": 4, "beta_engine": "gpsimd"})"},
       {1, 513, "", R"({"tile_rows": 1})"},
   };
-  for (const ArchConfig& arch : {trnsim::isa::trn2(), trnsim::isa::trn1()}) {
+  for (const ArchConfig& arch : {trnsim::config::trn2(), trnsim::config::trn1()}) {
     for (const Case& c : cases) {
       INFO(arch.name << " " << ln(c.rows, c.hidden, c.extra, c.params));
       const FunctionalResult r =
@@ -69,7 +69,7 @@ TEST_CASE("the lowered layernorm computes layernorm with both methods", "[unit][
 TEST_CASE("layernorm's tolerance catches a missing beta or gamma", "[unit][layernorm]") {
   // The bound (rtol 4u, atol 2u) is far below what leaving out beta (up to 0.5) or gamma (a
   // factor of 0.5 to 1.5) costs: the check is not vacuous.
-  const LoweredKernel k = lower(workload(ln(128, 256)), trnsim::isa::trn2(), true);
+  const LoweredKernel k = lower(workload(ln(128, 256)), trnsim::config::trn2(), true);
   CHECK(k.tolerance.rtol == Approx(4 * 0x1.0p-8));
   CHECK(k.tolerance.atol == Approx(2 * 0x1.0p-8));
   trnsim::isa::Program p = k.program;
@@ -78,9 +78,9 @@ TEST_CASE("layernorm's tolerance catches a missing beta or gamma", "[unit][layer
       if (in.label.rfind("beta", 0) == 0) in.op0 = trnsim::isa::AluOp::bypass;
     }
   }
-  trnsim::isa::MemoryImage mem(trnsim::isa::trn2(), p.dram_bytes());
+  trnsim::isa::MemoryImage mem(trnsim::config::trn2(), p.dram_bytes());
   trnsim::workloads::load_inputs(k, mem);
-  REQUIRE(play(p, trnsim::isa::trn2(), mem,
+  REQUIRE(play(p, trnsim::config::trn2(), mem,
                {Engine::sync, Engine::vector, Engine::scalar, Engine::gpsimd, Engine::tensor}));
   LoweredKernel mutated = k;
   mutated.program = p;
@@ -90,7 +90,7 @@ TEST_CASE("layernorm's tolerance catches a missing beta or gamma", "[unit][layer
 
 TEST_CASE("the lowered layernorm validates at large shapes and counts its instructions",
           "[unit][layernorm]") {
-  for (const ArchConfig& arch : {trnsim::isa::trn1(), trnsim::isa::trn2()}) {
+  for (const ArchConfig& arch : {trnsim::config::trn1(), trnsim::config::trn2()}) {
     for (const char* method : {"bn_stats", "two_pass"}) {
       for (const auto& [rows, hidden] : std::vector<std::pair<int64_t, int64_t>>{
                {8192, 4096}, {1000, 8191}, {129, 16000}, {4096, 512}}) {
@@ -99,7 +99,7 @@ TEST_CASE("the lowered layernorm validates at large shapes and counts its instru
             lower(workload(ln(rows, hidden, std::string(R"(, "method": ")") + method + "\"")), arch,
                   false);
         CHECK_NOTHROW(trnsim::isa::validate(k.program, arch));
-        CHECK(trnsim::isa::find_deadlock(k.program, arch) == "");
+        CHECK(trnsim::compiler::find_deadlock(k.program, arch) == "");
         const int64_t tiles = (rows + 127) / 128;
         const int64_t chunks = (hidden + 511) / 512;
         const int64_t per_tile = std::string(method) == "bn_stats" ? 2 + chunks + 5 + 1 : 10;
@@ -111,7 +111,7 @@ TEST_CASE("the lowered layernorm validates at large shapes and counts its instru
 }
 
 TEST_CASE("the lowered layernorm has no unordered accesses for any choice", "[unit][layernorm]") {
-  for (const ArchConfig& arch : {trnsim::isa::trn1(), trnsim::isa::trn2()}) {
+  for (const ArchConfig& arch : {trnsim::config::trn1(), trnsim::config::trn2()}) {
     for (const char* method : {"bn_stats", "two_pass"}) {
       for (const char* params :
            {R"({"bufs": 1})", R"({"bufs": 2})", R"({"bufs": 3, "beta_engine": "vector"})",
@@ -129,7 +129,7 @@ TEST_CASE("the lowered layernorm has no unordered accesses for any choice", "[un
 TEST_CASE("bn_stats reads chunks of at most bn_stats_free_max, then one bn_aggr",
           "[unit][layernorm]") {
   // hidden 1100: chunks of 512, 512 and 76.
-  const ArchConfig arch = trnsim::isa::trn2();
+  const ArchConfig arch = trnsim::config::trn2();
   const LoweredKernel k = lower(workload(ln(256, 1100)), arch, false);
   std::vector<uint64_t> sizes;
   for (const Instruction& in : k.program.stream(Engine::vector)) {
@@ -157,7 +157,7 @@ TEST_CASE("layernorm puts statistics on VectorE and the scale and shift on Scala
     INFO(method);
     const LoweredKernel k =
         lower(workload(ln(256, 512, std::string(R"(, "method": ")") + method + "\"")),
-              trnsim::isa::trn2(), false);
+              trnsim::config::trn2(), false);
     const auto& p = k.program;
     const bool bn = std::string(method) == "bn_stats";
     // Statistics: bn_stats/bn_aggr, or the sum by a reduction, on VectorE only.
@@ -185,14 +185,14 @@ TEST_CASE("layernorm puts statistics on VectorE and the scale and shift on Scala
     CHECK(k.choices.at("beta_engine") == "gpsimd");
   }
   // trn1: VectorE and GpSimdE share the SBUF port, so beta stays on VectorE.
-  const LoweredKernel t1 = lower(workload(ln(256, 512)), trnsim::isa::trn1(), false);
+  const LoweredKernel t1 = lower(workload(ln(256, 512)), trnsim::config::trn1(), false);
   CHECK(count_of(t1.program, Engine::gpsimd, Opcode::tensor_tensor) == 0);
   CHECK(t1.choices.at("beta_engine") == "vector");
 }
 
 TEST_CASE("layernorm takes the most of three buffers that fit, and eps 1e-5 by default",
           "[unit][layernorm]") {
-  const ArchConfig arch = trnsim::isa::trn2();
+  const ArchConfig arch = trnsim::config::trn2();
   CHECK(lower(workload(ln(1024, 4096)), arch, false).choices.at("bufs") == 3);
   // hidden 20000 bf16: gamma and beta 80000 bytes, each buffer 80000 more: one fits 224 KiB.
   CHECK(lower(workload(ln(1024, 20000)), arch, false).choices.at("bufs") == 1);
@@ -234,7 +234,7 @@ TEST_CASE("layernorm errors name the key", "[unit][layernorm]") {
   CHECK_THAT(error_of(ln(1024, 20000, "", R"({"bufs": 2})")),
              StartsWith("w.json: /shape: layernorm of hidden size 20000 (bf16) with 2 buffers"));
   // The instruction cap.
-  ArchConfig tight = trnsim::isa::trn2();
+  ArchConfig tight = trnsim::config::trn2();
   tight.max_instructions = 1000;
   CHECK_THAT(error_of(ln(100000, 512), tight),
              StartsWith("w.json: /shape: layernorm of [100000, 512] lowers to 7040 instructions; "

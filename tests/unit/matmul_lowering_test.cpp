@@ -8,22 +8,22 @@
 #include <string>
 #include <vector>
 
-#include "isa/arch.hpp"
+#include "config/arch.hpp"
+#include "config/parameters.hpp"
 #include "isa/instruction.hpp"
-#include "isa/parameters.hpp"
 #include "isa/program.hpp"
 #include "isa/semantics.hpp"
 #include "isa/validate.hpp"
-#include "workloads/engine_streams.hpp"
+#include "workloads/kernels/engine_streams.hpp"
+#include "workloads/kernels/matmul.hpp"
+#include "workloads/kernels/mlp.hpp"
 #include "workloads/lowering.hpp"
-#include "workloads/matmul.hpp"
-#include "workloads/mlp.hpp"
 #include "workloads/workload.hpp"
 
 using Catch::Matchers::Contains;
 using Catch::Matchers::StartsWith;
-using trnsim::isa::ArchConfig;
-using trnsim::isa::Engine;
+using trnsim::Engine;
+using trnsim::config::ArchConfig;
 using trnsim::isa::Instruction;
 using trnsim::isa::Memory;
 using trnsim::isa::Opcode;
@@ -51,7 +51,7 @@ Workload mlp(const std::string& shape, const std::string& params = "{}",
                         "w.json");
 }
 
-std::string error_of(const std::string& json, const ArchConfig& arch = trnsim::isa::trn2()) {
+std::string error_of(const std::string& json, const ArchConfig& arch = trnsim::config::trn2()) {
   try {
     lower(parse_workload(json, "w.json"), arch, false);
   } catch (const WorkloadError& e) {
@@ -76,8 +76,8 @@ uint64_t hbm_bytes_read(const Program& p) {
 }
 
 ArchConfig with(const std::vector<std::string>& sets) {
-  ArchConfig arch = trnsim::isa::trn2();
-  for (const auto& s : sets) trnsim::isa::set_parameter(arch, s);
+  ArchConfig arch = trnsim::config::trn2();
+  for (const auto& s : sets) trnsim::config::set_parameter(arch, s);
   return arch;
 }
 
@@ -88,7 +88,7 @@ ArchConfig with(const std::vector<std::string>& sets) {
 bool play(const Program& p, const ArchConfig& arch, trnsim::isa::MemoryImage& mem,
           const std::vector<Engine>& order) {
   std::vector<int64_t> sem(p.semaphores.size(), 0);
-  std::vector<size_t> next(trnsim::isa::kEngineCount, 0);
+  std::vector<size_t> next(trnsim::kEngineCount, 0);
   auto ready = [&](const Instruction& in) {
     for (const auto& w : in.waits)
       if (sem[w.semaphore] < w.value) return false;
@@ -98,7 +98,7 @@ bool play(const Program& p, const ArchConfig& arch, trnsim::isa::MemoryImage& me
     progress = false;
     for (Engine e : order) {
       const auto& stream = p.stream(e);
-      size_t& i = next[trnsim::isa::index_of(e)];
+      size_t& i = next[trnsim::index_of(e)];
       while (i < stream.size() && ready(stream[i])) {
         const Instruction& in = stream[i];
         trnsim::isa::execute(in, mem);
@@ -111,15 +111,15 @@ bool play(const Program& p, const ArchConfig& arch, trnsim::isa::MemoryImage& me
       }
     }
   }
-  for (Engine e : trnsim::isa::kAllEngines) {
-    if (next[trnsim::isa::index_of(e)] != p.stream(e).size()) return false;
+  for (Engine e : trnsim::kAllEngines) {
+    if (next[trnsim::index_of(e)] != p.stream(e).size()) return false;
   }
   return true;
 }
 
 // The kernel's output is right whichever engine runs ahead.
 void check_in_every_order(const Workload& w) {
-  const ArchConfig arch = trnsim::isa::trn2();
+  const ArchConfig arch = trnsim::config::trn2();
   const LoweredKernel k = lower(w, arch, true);
   trnsim::isa::validate(k.program, arch);
   const std::vector<std::vector<Engine>> orders = {
@@ -131,8 +131,7 @@ void check_in_every_order(const Workload& w) {
     trnsim::workloads::load_inputs(k, mem);
     REQUIRE(play(k.program, arch, mem, order));
     const auto c = trnsim::workloads::check_outputs(k, mem);
-    INFO("order starting with " << trnsim::isa::name_of(order[0]) << ": max abs "
-                                << c.max_abs_error);
+    INFO("order starting with " << trnsim::name_of(order[0]) << ": max abs " << c.max_abs_error);
     CHECK(c.status == trnsim::workloads::CheckResult::Status::pass);
   }
 }
@@ -145,7 +144,7 @@ TEST_CASE("matmul strategies load fewer HBM bytes in turn: 1 > 2 > 3 >= 4", "[un
   for (const std::string& shape : {kFull, std::string("[1024, 2048, 4096]")}) {
     std::vector<uint64_t> bytes;
     for (int s = 1; s <= 4; ++s) {
-      const LoweredKernel k = lower(matmul(s, shape), trnsim::isa::trn2(), false);
+      const LoweredKernel k = lower(matmul(s, shape), trnsim::config::trn2(), false);
       bytes.push_back(hbm_bytes_read(k.program));
       CHECK(k.choices["hbm_bytes_loaded"].get<uint64_t>() == bytes.back());
     }
@@ -157,9 +156,9 @@ TEST_CASE("matmul strategies load fewer HBM bytes in turn: 1 > 2 > 3 >= 4", "[un
   // At the full shape: strategy 1 reloads A per N tile and B per M tile (1 + 4 GiB); strategy
   // 2 loads A once (64 MiB); strategy 4's blocks of 2048 x 1024 x 1024 load A 8 times and B
   // twice (768 MiB).
-  const LoweredKernel s1 = lower(matmul(1, kFull), trnsim::isa::trn2(), false);
+  const LoweredKernel s1 = lower(matmul(1, kFull), trnsim::config::trn2(), false);
   CHECK(hbm_bytes_read(s1.program) == (5ULL << 30));
-  const LoweredKernel s4 = lower(matmul(4, kFull), trnsim::isa::trn2(), false);
+  const LoweredKernel s4 = lower(matmul(4, kFull), trnsim::config::trn2(), false);
   CHECK(hbm_bytes_read(s4.program) == (768ULL << 20));
 }
 
@@ -167,7 +166,7 @@ TEST_CASE(
     "every strategy lowers [4096, 8192, 8192] bf16 for timing under the instruction and "
     "SBUF limits",
     "[unit][matmul]") {
-  const ArchConfig arch = trnsim::isa::trn2();
+  const ArchConfig arch = trnsim::config::trn2();
   for (int s = 1; s <= 4; ++s) {
     for (const std::string layout : {"km", "mk"}) {
       INFO("strategy " << s << " " << layout);
@@ -183,7 +182,7 @@ TEST_CASE(
 }
 
 TEST_CASE("matmul instruction counts per strategy", "[unit][matmul]") {
-  const ArchConfig arch = trnsim::isa::trn2();
+  const ArchConfig arch = trnsim::config::trn2();
   // [256, 384, 1024]: 2 x 3 x 2 tiles (M, K, N).
   const LoweredKernel s1 = lower(matmul(1, "[256, 384, 1024]"), arch, false);
   CHECK(count(s1.program, Opcode::matmul) == 12);
@@ -215,7 +214,7 @@ TEST_CASE("matmul tiles follow pe_rows, pe_columns and the moving size, not 128 
     trnsim::isa::validate(k.program, arch);
     return count(k.program, Opcode::matmul);
   };
-  const uint64_t base = matmuls(trnsim::isa::trn2());
+  const uint64_t base = matmuls(trnsim::config::trn2());
   CHECK(base == 8 * 8 * 4);
   CHECK(matmuls(with({"pe_rows=64"})) == 2 * base);
   CHECK(matmuls(with({"pe_columns=64"})) == 2 * base);
@@ -235,7 +234,7 @@ TEST_CASE("matmul tiles follow pe_rows, pe_columns and the moving size, not 128 
 
 TEST_CASE("matmul strategy 4 keeps TensorE's waits few: one per accumulation group at most",
           "[unit][matmul]") {
-  const LoweredKernel k = lower(matmul(4, kFull), trnsim::isa::trn2(), false);
+  const LoweredKernel k = lower(matmul(4, kFull), trnsim::config::trn2(), false);
   uint64_t waiting = 0, groups = 0;
   for (const auto& in : k.program.stream(Engine::tensor)) {
     waiting += !in.waits.empty();
@@ -271,7 +270,7 @@ TEST_CASE("the mlp lowering computes the MLP whichever engine runs ahead", "[uni
 
 TEST_CASE("the mlp applies its activation on ScalarE reading PSUM", "[unit][mlp]") {
   const LoweredKernel k =
-      lower(mlp("[512, 1024, 4096]", "{}", "gelu_tanh"), trnsim::isa::trn2(), false);
+      lower(mlp("[512, 1024, 4096]", "{}", "gelu_tanh"), trnsim::config::trn2(), false);
   uint64_t activations = 0;
   for (const auto& in : k.program.stream(Engine::scalar)) {
     if (in.opcode != Opcode::activation) continue;
@@ -319,7 +318,7 @@ TEST_CASE("references: matmul and the MLP in double precision", "[unit][matmul]"
 
 TEST_CASE("EngineStreams waits only when the engine does not already know", "[unit][matmul]") {
   Program p;
-  const ArchConfig arch = trnsim::isa::trn2();
+  const ArchConfig arch = trnsim::config::trn2();
   trnsim::workloads::EngineStreams s(p, arch, "w.json");
   auto nop = [](Engine e) {
     Instruction in;
@@ -394,7 +393,7 @@ TEST_CASE("matmul sizes that cannot fit are refused before lowering", "[unit][ma
                  Contains("at most 1000000"));
   // Functional runs are refused above 1 GiB of tensors, suggesting --timing-only.
   try {
-    lower(matmul(4, "[16384, 16384, 16384]"), trnsim::isa::trn2(), true);
+    lower(matmul(4, "[16384, 16384, 16384]"), trnsim::config::trn2(), true);
     FAIL("no error");
   } catch (const WorkloadError& e) {
     CHECK_THAT(e.what(), Contains("--timing-only"));
@@ -429,7 +428,7 @@ TEST_CASE("mlp options and params are checked, naming the key", "[unit][mlp]") {
 }
 
 TEST_CASE("matmul blocks not given are chosen to fit SBUF; given ones are kept", "[unit][matmul]") {
-  const ArchConfig arch = trnsim::isa::trn2();
+  const ArchConfig arch = trnsim::config::trn2();
   // Strategy 3 at K 8192: blocks of all K, one buffer and 640 x 1024 (docs/kernels.md).
   const LoweredKernel s3 = lower(matmul(3, kFull), arch, false);
   CHECK(s3.choices["block_m"] == 640);

@@ -15,7 +15,7 @@
 #include <string>
 #include <vector>
 
-#include "isa/arch.hpp"
+#include "config/arch.hpp"
 #include "isa/program.hpp"
 
 namespace trnsim_test {
@@ -59,8 +59,12 @@ struct HazardItem {
 // every conflict is ordered; "deadlock: ..." when the program cannot run to the end. Requires
 // every semaphore to be raised by one executor only (engine updates, or one queue's transfers).
 inline std::string find_unordered_conflicts(const trnsim::isa::Program& p,
-                                            const trnsim::isa::ArchConfig& arch, size_t limit = 5) {
+                                            const trnsim::config::ArchConfig& arch,
+                                            size_t limit = 5) {
+  using namespace trnsim;
   using namespace trnsim::isa;
+  using namespace trnsim::config;
+  using namespace trnsim::compiler;
   const size_t executors = kEngineCount + p.queues.size();
   std::vector<HazardItem> items;
   std::vector<size_t> count(executors, 0);

@@ -6,19 +6,19 @@
 #include <string>
 #include <vector>
 
-#include "isa/arch.hpp"
+#include "config/arch.hpp"
 #include "isa/program.hpp"
 #include "isa/semantics.hpp"
 #include "isa/validate.hpp"
+#include "workloads/kernels/rmsnorm.hpp"
 #include "workloads/lowering.hpp"
-#include "workloads/rmsnorm.hpp"
 #include "workloads/workload.hpp"
 
 using Catch::Matchers::Contains;
 using Catch::Matchers::StartsWith;
-using trnsim::isa::ArchConfig;
+using trnsim::Engine;
+using trnsim::config::ArchConfig;
 using trnsim::isa::DType;
-using trnsim::isa::Engine;
 using trnsim::isa::Instruction;
 using trnsim::isa::Opcode;
 using trnsim::isa::Program;
@@ -55,7 +55,7 @@ std::string lowering_error_of(const Workload& w, const ArchConfig& arch) {
 bool run_functional(const Program& p, const ArchConfig& arch, trnsim::isa::MemoryImage& mem,
                     const std::vector<Engine>& order) {
   std::vector<int64_t> sem(p.semaphores.size(), 0);
-  std::vector<size_t> next(trnsim::isa::kEngineCount, 0);
+  std::vector<size_t> next(trnsim::kEngineCount, 0);
   auto ready = [&](const Instruction& in) {
     for (const auto& w : in.waits) {
       if (sem[w.semaphore] < w.value) return false;
@@ -66,7 +66,7 @@ bool run_functional(const Program& p, const ArchConfig& arch, trnsim::isa::Memor
     progress = false;
     for (Engine e : order) {
       const auto& stream = p.stream(e);
-      size_t& i = next[trnsim::isa::index_of(e)];
+      size_t& i = next[trnsim::index_of(e)];
       while (i < stream.size() && ready(stream[i])) {
         const Instruction& in = stream[i];
         trnsim::isa::execute(in, mem);
@@ -83,8 +83,8 @@ bool run_functional(const Program& p, const ArchConfig& arch, trnsim::isa::Memor
       }
     }
   }
-  for (Engine e : trnsim::isa::kAllEngines) {
-    if (next[trnsim::isa::index_of(e)] != p.stream(e).size()) return false;
+  for (Engine e : trnsim::kAllEngines) {
+    if (next[trnsim::index_of(e)] != p.stream(e).size()) return false;
   }
   return true;
 }
@@ -147,7 +147,7 @@ TEST_CASE("rmsnorm_reference matches a hand-computed case", "[unit][rmsnorm]") {
 TEST_CASE("rmsnorm with a hidden size that does not fit SBUF names /shape", "[unit][rmsnorm]") {
   // bf16, 2 buffers, hidden 32768: gamma 64 KiB + 2 x (x and scaled, 64 KiB each) + one
   // 64-byte row of per-row scalars = 327744 bytes.
-  const std::string msg = lowering_error_of(rmsnorm(256, 32768), trnsim::isa::trn2());
+  const std::string msg = lowering_error_of(rmsnorm(256, 32768), trnsim::config::trn2());
   CHECK_THAT(msg, StartsWith("w.json: /shape: "));
   CHECK_THAT(msg, Contains("327744 bytes"));
   CHECK_THAT(msg, Contains("229376"));
@@ -157,25 +157,27 @@ TEST_CASE("rmsnorm fits SBUF exactly up to the last 64-byte row", "[unit][rmsnor
   // One buffer, bf16: 3 rows of 2h bytes (gamma, x, scaled; each rounded up to 64) + 64 bytes
   // of per-row scalars.
   // trn2 (229376 B): h = 38208 takes 229312 bytes; h = 38209 rounds to 229504.
-  CHECK(lowering_error_of(rmsnorm(128, 38208, "bf16", R"({"bufs": 1})"), trnsim::isa::trn2()) ==
+  CHECK(lowering_error_of(rmsnorm(128, 38208, "bf16", R"({"bufs": 1})"), trnsim::config::trn2()) ==
         "");
-  CHECK_THAT(lowering_error_of(rmsnorm(128, 38209, "bf16", R"({"bufs": 1})"), trnsim::isa::trn2()),
-             StartsWith("w.json: /shape: "));
+  CHECK_THAT(
+      lowering_error_of(rmsnorm(128, 38209, "bf16", R"({"bufs": 1})"), trnsim::config::trn2()),
+      StartsWith("w.json: /shape: "));
   // trn1 (196608 B): h = 32736 takes 196480 bytes; h = 32737 rounds to 196672.
-  CHECK(lowering_error_of(rmsnorm(128, 32736, "bf16", R"({"bufs": 1})"), trnsim::isa::trn1()) ==
+  CHECK(lowering_error_of(rmsnorm(128, 32736, "bf16", R"({"bufs": 1})"), trnsim::config::trn1()) ==
         "");
-  CHECK_THAT(lowering_error_of(rmsnorm(128, 32737, "bf16", R"({"bufs": 1})"), trnsim::isa::trn1()),
-             StartsWith("w.json: /shape: "));
+  CHECK_THAT(
+      lowering_error_of(rmsnorm(128, 32737, "bf16", R"({"bufs": 1})"), trnsim::config::trn1()),
+      StartsWith("w.json: /shape: "));
 }
 
 TEST_CASE("rmsnorm with a hidden size over the engine free-size limit names /shape/1",
           "[unit][rmsnorm]") {
-  CHECK_THAT(lowering_error_of(rmsnorm(8, 65537, "bf16", R"({"bufs": 1})"), trnsim::isa::trn2()),
+  CHECK_THAT(lowering_error_of(rmsnorm(8, 65537, "bf16", R"({"bufs": 1})"), trnsim::config::trn2()),
              StartsWith("w.json: /shape/1: hidden size 65537 exceeds the 65536"));
 }
 
 TEST_CASE("rmsnorm bad params are reported by lower", "[unit][rmsnorm]") {
-  CHECK_THAT(lowering_error_of(rmsnorm(128, 64, "bf16", R"({"bufs": 0})"), trnsim::isa::trn2()),
+  CHECK_THAT(lowering_error_of(rmsnorm(128, 64, "bf16", R"({"bufs": 0})"), trnsim::config::trn2()),
              StartsWith("w.json: /params/bufs: "));
 }
 
@@ -200,7 +202,7 @@ TEST_CASE("the lowered rmsnorm passes validation on trn1 and trn2", "[unit][rmsn
       {500, 256, "bf16", R"({"tile_rows": 100, "scale_engine": "vector"})"},
       {4096, 8192, "bf16", R"({"bufs": 2})"},
   };
-  for (const ArchConfig& arch : {trnsim::isa::trn1(), trnsim::isa::trn2()}) {
+  for (const ArchConfig& arch : {trnsim::config::trn1(), trnsim::config::trn2()}) {
     for (const Case& c : cases) {
       INFO(arch.name << " shape [" << c.rows << ", " << c.hidden << "] " << c.dtype << " "
                      << c.params);
@@ -215,11 +217,11 @@ TEST_CASE("the lowered rmsnorm passes validation on trn1 and trn2", "[unit][rmsn
 TEST_CASE("the lowered rmsnorm reports the choices it used", "[unit][rmsnorm]") {
   const LoweredKernel k =
       lower(rmsnorm(300, 128, "bf16", R"({"bufs": 3, "scale_engine": "vector"})"),
-            trnsim::isa::trn2(), false);
+            trnsim::config::trn2(), false);
   CHECK(k.choices.at("tile_rows") == 128);
   CHECK(k.choices.at("bufs") == 3);
   CHECK(k.choices.at("scale_engine") == "vector");
-  const LoweredKernel d = lower(rmsnorm(300, 128), trnsim::isa::trn2(), false);
+  const LoweredKernel d = lower(rmsnorm(300, 128), trnsim::config::trn2(), false);
   CHECK(d.choices.at("bufs") == 2);
   CHECK(d.choices.at("scale_engine") == "scalar");
 }
@@ -228,7 +230,7 @@ TEST_CASE("the lowered rmsnorm has one load and store per tile and waits for who
           "[unit][rmsnorm]") {
   // 200 rows: tiles of 128 and 72 rows. Queue semaphores rise by 16 per 128-row transfer and
   // by ceil(72 / 8) = 9 for the last tile; gamma (128 rows) comes first on the same queue.
-  const LoweredKernel k = lower(rmsnorm(200, 256), trnsim::isa::trn2(), false);
+  const LoweredKernel k = lower(rmsnorm(200, 256), trnsim::config::trn2(), false);
   const Program& p = k.program;
   CHECK(p.stream(Engine::sync).size() == 1 + 2 * 2);
   CHECK(p.stream(Engine::scalar).size() == 3 * 2);
@@ -248,12 +250,12 @@ TEST_CASE("the lowered rmsnorm has one load and store per tile and waits for who
 }
 
 TEST_CASE("the lowered rmsnorm computes rmsnorm", "[unit][rmsnorm]") {
-  check_functional(rmsnorm(200, 256), trnsim::isa::trn2());
-  check_functional(rmsnorm(64, 64, "fp32"), trnsim::isa::trn1());
+  check_functional(rmsnorm(200, 256), trnsim::config::trn2());
+  check_functional(rmsnorm(64, 64, "fp32"), trnsim::config::trn1());
   check_functional(rmsnorm(300, 128, "bf16", R"({"bufs": 1, "scale_engine": "vector"})"),
-                   trnsim::isa::trn2());
+                   trnsim::config::trn2());
   check_functional(rmsnorm(300, 96, "bf16", R"({"tile_rows": 64, "bufs": 3})"),
-                   trnsim::isa::trn2());
+                   trnsim::config::trn2());
 }
 
 TEST_CASE("the lowered rmsnorm passes its check in fp16 and fp8 too", "[unit][rmsnorm]") {
@@ -261,9 +263,9 @@ TEST_CASE("the lowered rmsnorm passes its check in fp16 and fp8 too", "[unit][rm
   // dtype's rounding unit, not fp32's.
   for (const char* dtype : {"fp16", "fp8_e4m3", "fp8_e5m2"}) {
     INFO(dtype);
-    check_functional(rmsnorm(256, 512, dtype), trnsim::isa::trn2());
+    check_functional(rmsnorm(256, 512, dtype), trnsim::config::trn2());
   }
-  const LoweredKernel k = lower(rmsnorm(128, 64, "fp16"), trnsim::isa::trn2(), false);
+  const LoweredKernel k = lower(rmsnorm(128, 64, "fp16"), trnsim::config::trn2(), false);
   CHECK(k.tolerance.rtol == Approx(5 * 0x1.0p-11));
   CHECK(k.tolerance.atol == Approx(0x1.0p-12));
 }

@@ -4,17 +4,17 @@
 #include <cmath>
 #include <vector>
 
+#include "config/arch.hpp"
 #include "isa/access_pattern.hpp"
-#include "isa/arch.hpp"
 #include "isa/instruction.hpp"
 #include "isa/semantics.hpp"
 
+using trnsim::Engine;
+using trnsim::config::ArchConfig;
 using trnsim::isa::AccessPattern;
 using trnsim::isa::ActivationFunction;
 using trnsim::isa::AluOp;
-using trnsim::isa::ArchConfig;
 using trnsim::isa::DType;
-using trnsim::isa::Engine;
 using trnsim::isa::execute;
 using trnsim::isa::hbm_ap;
 using trnsim::isa::Instruction;
@@ -28,7 +28,7 @@ using trnsim::isa::Tile;
 namespace {
 
 ArchConfig small_arch() {
-  ArchConfig a = trnsim::isa::trn2();
+  ArchConfig a = trnsim::config::trn2();
   a.sbuf_partition_bytes = 4096;  // keeps the image small; the semantics do not care
   return a;
 }

@@ -7,13 +7,13 @@
 #include <vector>
 
 #include "kernel_test_support.hpp"
-#include "workloads/softmax.hpp"
+#include "workloads/kernels/softmax.hpp"
 
 using Catch::Matchers::Contains;
 using Catch::Matchers::StartsWith;
-using trnsim::isa::ArchConfig;
+using trnsim::Engine;
+using trnsim::config::ArchConfig;
 using trnsim::isa::DType;
-using trnsim::isa::Engine;
 using trnsim::isa::Instruction;
 using trnsim::isa::Opcode;
 using trnsim::workloads::lower;
@@ -53,7 +53,7 @@ TEST_CASE("the lowered softmax computes softmax", "[unit][softmax]") {
       {64, 512, R"(, "dtype": "fp8_e5m2")", R"({"scale_engine": "scalar"})"},
       {5, 1, "", "{}"},  // one element a row: all ones
   };
-  for (const ArchConfig& arch : {trnsim::isa::trn2(), trnsim::isa::trn1()}) {
+  for (const ArchConfig& arch : {trnsim::config::trn2(), trnsim::config::trn1()}) {
     for (const Case& c : cases) {
       INFO(arch.name << " " << sm(c.rows, c.hidden, c.extra, c.params));
       const FunctionalResult r =
@@ -66,7 +66,7 @@ TEST_CASE("the lowered softmax computes softmax", "[unit][softmax]") {
 TEST_CASE("softmax's tolerance is relative: outputs of 1/hidden are really compared",
           "[unit][softmax]") {
   // Rows of 4096 have outputs near 2.4e-4; an absolute tolerance of 1e-3 would pass anything.
-  const LoweredKernel k = lower(workload(sm(128, 4096)), trnsim::isa::trn2(), true);
+  const LoweredKernel k = lower(workload(sm(128, 4096)), trnsim::config::trn2(), true);
   CHECK(k.tolerance.atol < 1e-9);
   CHECK(k.tolerance.rtol == Approx(4 * 0x1.0p-8));
   // Leaving out the scale by 1/sum fails.
@@ -74,9 +74,9 @@ TEST_CASE("softmax's tolerance is relative: outputs of 1/hidden are really compa
   for (Instruction& in : p.stream(Engine::vector)) {
     if (in.label.rfind("scale", 0) == 0) in.op0 = trnsim::isa::AluOp::bypass;
   }
-  trnsim::isa::MemoryImage mem(trnsim::isa::trn2(), p.dram_bytes());
+  trnsim::isa::MemoryImage mem(trnsim::config::trn2(), p.dram_bytes());
   trnsim::workloads::load_inputs(k, mem);
-  REQUIRE(play(p, trnsim::isa::trn2(), mem,
+  REQUIRE(play(p, trnsim::config::trn2(), mem,
                {Engine::sync, Engine::vector, Engine::scalar, Engine::gpsimd, Engine::tensor}));
   LoweredKernel mutated = k;
   mutated.program = p;
@@ -85,13 +85,13 @@ TEST_CASE("softmax's tolerance is relative: outputs of 1/hidden are really compa
 }
 
 TEST_CASE("the lowered softmax validates, counts and orders its instructions", "[unit][softmax]") {
-  for (const ArchConfig& arch : {trnsim::isa::trn1(), trnsim::isa::trn2()}) {
+  for (const ArchConfig& arch : {trnsim::config::trn1(), trnsim::config::trn2()}) {
     for (const char* params : {"{}", R"({"bufs": 1})", R"({"bufs": 2, "scale_engine": "scalar"})",
                                R"({"bufs": 6, "tile_rows": 100})"}) {
       INFO(arch.name << " " << params);
       const LoweredKernel big = lower(workload(sm(8192, 8192, "", params)), arch, false);
       CHECK_NOTHROW(trnsim::isa::validate(big.program, arch));
-      CHECK(trnsim::isa::find_deadlock(big.program, arch) == "");
+      CHECK(trnsim::compiler::find_deadlock(big.program, arch) == "");
       const int64_t rows_per_tile =
           std::string(params).find("100") != std::string::npos ? 100 : 128;
       CHECK(big.program.instruction_count() ==
@@ -105,7 +105,7 @@ TEST_CASE("the lowered softmax validates, counts and orders its instructions", "
 
 TEST_CASE("softmax: the max on VectorE in the data's dtype, exp with -max and the sum on ScalarE",
           "[unit][softmax]") {
-  const LoweredKernel k = lower(workload(sm(256, 1024)), trnsim::isa::trn2(), false);
+  const LoweredKernel k = lower(workload(sm(256, 1024)), trnsim::config::trn2(), false);
   const auto& p = k.program;
   size_t maxes = 0;
   for (const Instruction& in : p.stream(Engine::vector)) {
@@ -130,10 +130,10 @@ TEST_CASE("softmax: the max on VectorE in the data's dtype, exp with -max and th
   CHECK(k.choices.at("bufs") == 2);  // two tiles
   // ScalarE scaling: its own reciprocal, no VectorE one.
   const LoweredKernel s = lower(workload(sm(256, 1024, "", R"({"scale_engine": "scalar"})")),
-                                trnsim::isa::trn2(), false);
+                                trnsim::config::trn2(), false);
   CHECK(count_of(s.program, Engine::vector, Opcode::reciprocal) == 0);
   CHECK(count_of(s.program, Engine::scalar, Opcode::activation) == 6);
-  CHECK(lower(workload(sm(1024, 1024)), trnsim::isa::trn2(), false).choices.at("bufs") == 3);
+  CHECK(lower(workload(sm(1024, 1024)), trnsim::config::trn2(), false).choices.at("bufs") == 3);
 }
 
 TEST_CASE("softmax errors name the key", "[unit][softmax]") {
@@ -153,7 +153,7 @@ TEST_CASE("softmax errors name the key", "[unit][softmax]") {
   CHECK_THAT(error_of(sm(1024, 40000, "", R"({"bufs": 3})")), Contains("with 3 buffers needs"));
   CHECK(error_of(sm(1024, 40000)) == "");  // two fit by default
   CHECK_THAT(error_of(sm(8, 8, R"(, "dtype": "int32")")), StartsWith("w.json: /dtype: softmax"));
-  ArchConfig tight = trnsim::isa::trn2();
+  ArchConfig tight = trnsim::config::trn2();
   tight.max_instructions = 100;
   CHECK_THAT(error_of(sm(8192, 64), tight),
              StartsWith("w.json: /shape: softmax of [8192, 64] lowers to 448 instructions"));

@@ -5,12 +5,16 @@
 #include <string>
 #include <vector>
 
-#include "isa/arch.hpp"
-#include "isa/assembly.hpp"
-#include "isa/synchronize.hpp"
+#include "compiler/deadlock.hpp"
+#include "compiler/synchronize.hpp"
+#include "config/arch.hpp"
+#include "isa/text/assembly.hpp"
 
 using Catch::Matchers::Contains;
+using namespace trnsim;
 using namespace trnsim::isa;
+using namespace trnsim::config;
+using namespace trnsim::compiler;
 
 namespace {
 

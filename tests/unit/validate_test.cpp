@@ -5,18 +5,18 @@
 
 #include <string>
 
+#include "config/arch.hpp"
 #include "isa/access_pattern.hpp"
-#include "isa/arch.hpp"
 #include "isa/instruction.hpp"
 #include "isa/program.hpp"
 #include "isa/validate.hpp"
 
 using Catch::Matchers::Contains;
+using trnsim::Engine;
+using trnsim::config::ArchConfig;
 using trnsim::isa::AccessPattern;
 using trnsim::isa::AluOp;
-using trnsim::isa::ArchConfig;
 using trnsim::isa::DType;
-using trnsim::isa::Engine;
 using trnsim::isa::hbm_ap;
 using trnsim::isa::Instruction;
 using trnsim::isa::Opcode;
@@ -33,7 +33,7 @@ using trnsim::isa::ValidationError;
 namespace {
 
 // The ValidationError message, or "" when the program is valid.
-std::string error_of(const Program& p, const ArchConfig& arch = trnsim::isa::trn2()) {
+std::string error_of(const Program& p, const ArchConfig& arch = trnsim::config::trn2()) {
   try {
     validate(p, arch);
   } catch (const ValidationError& e) {
@@ -186,7 +186,7 @@ TEST_CASE("validate rejects SBUF bytes beyond the partition", "[unit][validate]"
   const Program fits = vector_copy(sbuf_ap(DType::fp32, 0, 128, 0, {{1, 11}}),
                                    sbuf_ap(DType::fp32, 0, 128, 229332, {{1, 11}}));
   CHECK(error_of(fits) == "");
-  CHECK_THAT(error_of(fits, trnsim::isa::trn1()), Contains("outside the 196608 bytes"));
+  CHECK_THAT(error_of(fits, trnsim::config::trn1()), Contains("outside the 196608 bytes"));
 }
 
 TEST_CASE("validate rejects a negative stride that reaches below byte 0", "[unit][validate]") {

@@ -5,8 +5,8 @@
 
 #include <string>
 
-#include "isa/arch.hpp"
-#include "workloads/rmsnorm.hpp"
+#include "config/arch.hpp"
+#include "workloads/kernels/rmsnorm.hpp"
 #include "workloads/workload.hpp"
 
 using Catch::Matchers::Contains;
@@ -33,7 +33,7 @@ std::string choices_error_of(const std::string& params) {
   const Workload w = parse_workload(
       R"({"kernel": "rmsnorm", "shape": [256, 1024], "params": )" + params + "}", "w.json");
   try {
-    parse_rmsnorm_choices(w, trnsim::isa::trn2());
+    parse_rmsnorm_choices(w, trnsim::config::trn2());
   } catch (const WorkloadError& e) {
     return e.what();
   }

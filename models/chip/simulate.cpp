@@ -1,0 +1,105 @@
+#include "models/chip/simulate.hpp"
+
+#include <fmt/format.h>
+
+#include <memory>
+
+#include "models/systemc/host_module.hpp"
+#include "models/systemc/memory_system_module.hpp"
+#include "models/systemc/neuroncore_module.hpp"
+#include "models/systemc/sc_time.hpp"
+
+#if defined(__SANITIZE_ADDRESS__)
+#define TRNSIM_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define TRNSIM_ASAN 1
+#endif
+#endif
+#ifdef TRNSIM_ASAN
+#include <pthread.h>
+#include <sanitizer/common_interface_defs.h>
+#endif
+
+namespace trnsim::models {
+
+namespace {
+// AddressSanitizer builds only. SystemC's coroutines switch stacks; after sc_start returns,
+// ASan still believes this thread runs on the last coroutine's stack (seen: "stack top:
+// 0x7f2614600000" against a main-stack sp), so the next exception thrown on the main stack
+// is not unpoisoned and ASan reports a false stack-buffer-overflow in its own sigaltstack call
+// (google/sanitizers#189). Announcing a switch to the main thread's real stack puts its
+// bounds back.
+void restore_sanitizer_stack_bounds() {
+#ifdef TRNSIM_ASAN
+  pthread_attr_t attr;
+  if (pthread_getattr_np(pthread_self(), &attr) != 0) return;
+  void* bottom = nullptr;
+  size_t size = 0;
+  const bool ok = pthread_attr_getstack(&attr, &bottom, &size) == 0;
+  pthread_attr_destroy(&attr);
+  if (!ok) return;
+  __sanitizer_start_switch_fiber(nullptr, bottom, size);
+  __sanitizer_finish_switch_fiber(nullptr, nullptr, nullptr);
+#endif
+}
+}  // namespace
+
+namespace {
+bool g_simulated = false;
+}
+
+SimulationResult simulate(const isa::Program& program, const config::ArchConfig& arch,
+                          const std::vector<isa::MemoryImage*>& memories, EventSink& sink) {
+  if (g_simulated) {
+    throw std::logic_error("SystemC allows one simulation per process; run another process");
+  }
+  g_simulated = true;
+  const auto cores = static_cast<uint32_t>(std::max<size_t>(1, memories.size()));
+  size_t dma_instructions = 0;
+  for (Engine e : kAllEngines) {
+    for (const auto& in : program.stream(e)) dma_instructions += isa::is_dma(in.opcode);
+  }
+  MemorySystem memory_system(arch, cores, dma_instructions * cores);
+  MemorySystemModule memory_module("memory", memory_system, sink);
+  std::unique_ptr<HostModule> host;
+  if (!program.host_ops.empty()) {
+    host = std::make_unique<HostModule>("host", program, arch, cores, sink);
+  }
+  std::vector<std::unique_ptr<NeuronCore>> nc;
+  for (uint32_t c = 0; c < cores; ++c) {
+    nc.push_back(std::make_unique<NeuronCore>(fmt::format("nc{}", c).c_str(), c, program, arch,
+                                              memories.empty() ? nullptr : memories[c], sink,
+                                              memory_module, host.get()));
+  }
+  sc_core::sc_start();  // returns when no event is left: every stream done, or a deadlock
+  restore_sanitizer_stack_bounds();
+  SimulationResult result;
+  result.end_time = now();
+  for (const auto& core : nc) {
+    const std::string report = core->deadlock_report();
+    if (!report.empty() && cores > 1) result.deadlock += fmt::format(" core {}:\n", core->id);
+    result.deadlock += report;
+  }
+  result.completed = result.deadlock.empty() && memory_system.incomplete() == 0 &&
+                     (host == nullptr || host->finished());
+  result.cores = cores;
+  result.hbm = memory_system.hbm_counters();
+  result.flow_memory_model = memory_system.flow_model();
+  result.memory_system_events = memory_system.events_processed();
+  result.hbm_stacks = memory_system.hbm().stacks();
+  result.hbm_stack_peak_bytes_per_ns = memory_system.hbm().stack_peak_bytes_per_ns();
+  for (uint32_t c = 0; c < cores; ++c) {
+    Picoseconds busy;
+    for (uint32_t e = 0; e < arch.dma_engines; ++e) busy = busy + memory_system.engine_busy(c, e);
+    result.dma_engine_busy.push_back(busy);
+  }
+  return result;
+}
+
+SimulationResult simulate(const isa::Program& program, const config::ArchConfig& arch,
+                          isa::MemoryImage* memory, EventSink& sink) {
+  return simulate(program, arch, std::vector<isa::MemoryImage*>{memory}, sink);
+}
+
+}  // namespace trnsim::models

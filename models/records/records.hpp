@@ -1,0 +1,78 @@
+// What the models report as they run: one record per instruction and per DMA transfer. The
+// records are plain structs of numbers (no strings, no allocation); sim/ turns them into
+// statistics and traces.
+#pragma once
+
+#include <cstdint>
+
+#include "base/units.hpp"
+#include "config/arch.hpp"
+
+namespace trnsim::models {
+
+constexpr int32_t kNoSemaphore = -1;
+
+struct InstructionRecord {
+  int core = 0;
+  uint32_t kernel = 0;  // which kernel of the program (isa::Program::kernels), 0 if one
+  Engine engine = Engine::sync;
+  uint32_t index = 0;     // position in the engine's stream
+  Picoseconds ready;      // the previous instruction of the engine finished
+  Picoseconds start;      // every semaphore wait was met and the shared ports were free
+  Picoseconds port_wait;  // part of [ready, start) spent waiting for a shared port
+  Picoseconds end;
+  Cycles cycles;                      // cost in the engine's clock
+  int32_t blocked_on = kNoSemaphore;  // the last semaphore the instruction waited for
+};
+
+struct TransferRecord {
+  int core = 0;
+  uint32_t kernel = 0;
+  uint16_t queue = 0;
+  Engine issuer = Engine::sync;
+  uint32_t index = 0;  // the DMA instruction's position in the issuer's stream
+  Picoseconds issued;  // trigger completed on the issuing engine
+  Picoseconds start;   // first DMA engine starts
+  Picoseconds end;     // semaphore raised
+  uint64_t bytes = 0;
+  uint32_t engines = 0;
+  uint64_t descriptors = 0;
+};
+
+// One kernel on one core, from its start (the previous kernel drained, the launch arrived and
+// the device set it up) to its end (every engine finished and every transfer completed).
+struct KernelRecord {
+  int core = 0;
+  uint32_t kernel = 0;
+  Picoseconds arrived;  // the launch reached the device (0 without a host model)
+  Picoseconds start;
+  Picoseconds end;
+};
+
+// Host activity (only with a host model, isa::Program::host_ops).
+enum class HostLane : uint8_t { framework, runtime };
+enum class HostActivity : uint8_t {
+  dispatch,     // framework: the op's CPU time
+  launch,       // runtime: a kernel launch call
+  queue_full,   // runtime: the launch call blocked until an earlier kernel finished
+  synchronize,  // runtime: waiting for the device at the end, then the sync's own cost
+};
+struct HostRecord {
+  HostLane lane = HostLane::framework;
+  HostActivity activity = HostActivity::dispatch;
+  uint32_t op = 0;      // index into isa::Program::host_ops
+  int32_t kernel = -1;  // the kernel launched (launch, queue_full), else -1
+  Picoseconds start;
+  Picoseconds end;
+};
+
+class EventSink {
+ public:
+  virtual ~EventSink() = default;
+  virtual void on_instruction(const InstructionRecord& r) = 0;
+  virtual void on_transfer(const TransferRecord& r) = 0;
+  virtual void on_kernel(const KernelRecord&) {}
+  virtual void on_host(const HostRecord&) {}
+};
+
+}  // namespace trnsim::models

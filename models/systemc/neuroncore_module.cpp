@@ -1,0 +1,170 @@
+#include "models/systemc/neuroncore_module.hpp"
+
+#include <fmt/format.h>
+
+#include "models/neuroncore/cost.hpp"
+
+namespace trnsim::models {
+
+EngineModule::EngineModule(sc_core::sc_module_name name, Engine engine, NeuronCore& core)
+    : sc_module(name), engine_(engine), core_(core) {
+  const auto& stream = core.program.stream(engine);
+  steps_.reserve(stream.size());
+  for (const auto& in : stream) {
+    StepCost c;
+    c.cycles = instruction_cycles(in, core.arch);
+    c.time = instruction_time(c.cycles, in, core.arch);  // the cycles worked out once
+    c.ports = ports_of(in, core.arch);
+    if (isa::is_dma(in.opcode)) {
+      c.plan = static_cast<uint32_t>(core.dma_plans.size());
+      core.dma_plans.push_back(plan_transfer(in, core.arch));
+    }
+    steps_.push_back(c);
+  }
+  SC_THREAD(run);
+  // The functional model runs on this thread: Eigen's matrix products put their blocking
+  // buffers on the stack (up to EIGEN_STACK_ALLOCATION_LIMIT, 128 KiB), more than SystemC's
+  // default coroutine stack holds once a matmul contracts over 256 partitions (it crashed).
+  // The stack is reserved, not committed: untouched pages cost nothing.
+  set_stack_size(kEngineStackBytes);
+}
+
+bool EngineModule::finished() const {
+  return next_ == core_.program.stream(engine_).size();
+}
+
+void EngineModule::run() {
+  const auto& stream = core_.program.stream(engine_);
+  for (size_t k = 0; k < core_.program.kernel_count(); ++k) {
+    while (core_.running_kernel < static_cast<int64_t>(k)) wait(core_.kernel_started);
+    const auto [begin, end] = core_.program.kernel_range(k, engine_);
+    for (next_ = begin; next_ < end; ++next_) step(stream[next_], static_cast<uint32_t>(k));
+    ++core_.engines_finished;
+    core_.engine_finished.notify(sc_core::SC_ZERO_TIME);
+  }
+}
+
+void EngineModule::step(const isa::Instruction& in, uint32_t kernel) {
+  {
+    InstructionRecord r;
+    r.core = static_cast<int>(core_.id);
+    r.kernel = kernel;
+    r.engine = engine_;
+    r.index = static_cast<uint32_t>(next_);
+    r.ready = now();
+    for (const isa::SemaphoreWait& w : in.waits) {
+      while (core_.semaphores.value(w.semaphore) < w.value) {
+        blocked_ = &w;
+        r.blocked_on = w.semaphore;
+        core_.semaphores.wait_for_change(w.semaphore);
+      }
+    }
+    blocked_ = nullptr;
+    const StepCost& cost = steps_[next_];
+    const uint32_t ports = cost.ports;
+    if (ports != 0) {
+      const Picoseconds want = now();
+      while ((core_.ports_held & ports) != 0) {
+        ++core_.port_waiters;
+        wait(core_.ports_released);
+        --core_.port_waiters;
+      }
+      r.port_wait = now() - want;
+      core_.ports_held |= ports;
+    }
+    r.start = now();
+    wait(to_sc_time(cost.time));
+    if (ports != 0) {
+      core_.ports_held &= ~ports;
+      // Only a waiting engine needs waking: no delta cycle per instruction otherwise.
+      if (core_.port_waiters > 0) core_.ports_released.notify(sc_core::SC_ZERO_TIME);
+    }
+    if (isa::is_dma(in.opcode)) {
+      core_.memory_system.submit(core_.id, in, core_.dma_plans[cost.plan], r.index);
+    } else if (core_.memory != nullptr) {
+      isa::execute(in, *core_.memory);
+    }
+    for (const isa::SemaphoreUpdate& u : in.updates) core_.semaphores.apply(u);
+    r.end = now();
+    r.cycles = cost.cycles;
+    core_.sink.on_instruction(r);
+  }
+}
+
+void NeuronCore::sequence() {
+  const size_t kernels = program.kernel_count();
+  auto drained = [&] {
+    return engines_finished == kEngineCount && memory_system.outstanding(id) == 0;
+  };
+  const Picoseconds setup(
+      host == nullptr ? 0 : static_cast<int64_t>(std::llround(arch.host.kernel_setup_ns * 1000)));
+  KernelRecord record;
+  record.core = static_cast<int>(id);
+  for (size_t k = 0; k <= kernels; ++k) {
+    if (k > 0) {
+      while (!drained()) wait(engine_finished | memory_system.delivered());
+      record.end = now();
+      sink.on_kernel(record);
+      if (host != nullptr) host->kernel_done(k - 1);
+    }
+    if (k == kernels) break;
+    record.kernel = static_cast<uint32_t>(k);
+    if (host != nullptr) {
+      while (!host->launched(k)) wait(host->launch_event());
+      if (now() < host->arrival(k)) wait(to_sc_time(host->arrival(k) - now()));
+      record.arrived = now();
+      wait(to_sc_time(setup));
+    }
+    semaphores.reset();
+    engines_finished = 0;
+    memory_system.set_kernel(id, static_cast<uint32_t>(k));
+    record.start = now();
+    running_kernel = static_cast<int64_t>(k);
+    kernel_started.notify(sc_core::SC_ZERO_TIME);
+  }
+}
+
+NeuronCore::NeuronCore(sc_core::sc_module_name name, uint32_t id_, const isa::Program& program_,
+                       const config::ArchConfig& arch_, isa::MemoryImage* memory_, EventSink& sink_,
+                       MemorySystemModule& memory_system_, HostModule* host_)
+    : sc_module(name),
+      id(id_),
+      program(program_),
+      arch(arch_),
+      memory(memory_),
+      sink(sink_),
+      memory_system(memory_system_),
+      semaphores(program_.semaphores.size()),
+      host(host_) {
+  size_t dma_instructions = 0;
+  for (Engine e : kAllEngines) {
+    for (const auto& in : program.stream(e)) dma_instructions += isa::is_dma(in.opcode);
+  }
+  // Filled by the engines as they are built; never reallocated after (transfers point in).
+  dma_plans.reserve(dma_instructions);
+  memory_system.attach(CoreEndpoints{&program, 0, &semaphores, memory});
+  for (Engine e : kAllEngines) {
+    engines.push_back(std::make_unique<EngineModule>(std::string(key_of(e)).c_str(), e, *this));
+  }
+  SC_THREAD(sequence);
+}
+
+std::string NeuronCore::deadlock_report() const {
+  std::string out;
+  for (const auto& eng : engines) {
+    if (eng->finished()) continue;
+    const auto& in = program.stream(eng->engine())[eng->next()];
+    out += fmt::format("  {} stopped at instruction {} ({}{})", name_of(eng->engine()), eng->next(),
+                       isa::name_of(in.opcode),
+                       in.label.empty() ? "" : fmt::format(" '{}'", in.label));
+    if (const isa::SemaphoreWait* w = eng->blocked_on()) {
+      out += fmt::format(": waits for semaphore {} ({}) to reach {}; it holds {}", w->semaphore,
+                         program.semaphores[w->semaphore].name, w->value,
+                         semaphores.value(w->semaphore));
+    }
+    out += "\n";
+  }
+  return out;
+}
+
+}  // namespace trnsim::models

@@ -1,0 +1,92 @@
+// The NeuronCore top (SystemC): five engines, each an SC_THREAD running its in-order stream,
+// and the semaphores between them. Its DMA triggers go to the memory system (DMA engines and
+// HBM), which several cores may share.
+#pragma once
+
+#include <systemc>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "isa/program.hpp"
+#include "isa/semantics.hpp"
+#include "models/dma/dma_timing.hpp"
+#include "models/records/records.hpp"
+#include "models/systemc/host_module.hpp"
+#include "models/systemc/memory_system_module.hpp"
+#include "models/systemc/semaphore_file.hpp"
+
+namespace trnsim::models {
+
+class NeuronCore;
+
+// One engine's sequencer: per instruction, wait for its semaphores, wait once for its cost,
+// apply its effect, then update its semaphores.
+class EngineModule : public sc_core::sc_module {
+ public:
+  SC_HAS_PROCESS(EngineModule);
+  EngineModule(sc_core::sc_module_name name, Engine engine, NeuronCore& core);
+  static constexpr size_t kEngineStackBytes = size_t{8} << 20;
+
+  Engine engine() const { return engine_; }
+  size_t next() const { return next_; }  // index of the instruction not yet finished
+  bool finished() const;
+  // What the engine is blocked on when it cannot go on (for deadlock reports).
+  const isa::SemaphoreWait* blocked_on() const { return blocked_; }
+
+ private:
+  void run();
+  void step(const isa::Instruction& in, uint32_t kernel);
+
+  Engine engine_;
+  NeuronCore& core_;
+  // Per instruction, computed before the run: its time, its cycles (for the record), the shared
+  // ports it holds while running, and for a DMA its plan (NeuronCore::dma_plans).
+  struct StepCost {
+    Picoseconds time;
+    Cycles cycles;
+    uint32_t ports = 0;
+    uint32_t plan = 0;
+  };
+  std::vector<StepCost> steps_;
+  size_t next_ = 0;
+  const isa::SemaphoreWait* blocked_ = nullptr;
+};
+
+// With several kernels, or a host model, a sequencer thread starts each kernel when the
+// previous one has drained (every engine finished its part, every transfer delivered), its
+// launch has arrived from the host, and the device has set it up (arch.host.kernel_setup_ns).
+class NeuronCore : public sc_core::sc_module {
+ public:
+  SC_HAS_PROCESS(NeuronCore);
+  NeuronCore(sc_core::sc_module_name name, uint32_t id, const isa::Program& program,
+             const config::ArchConfig& arch, isa::MemoryImage* memory, EventSink& sink,
+             MemorySystemModule& memory_system, HostModule* host);
+
+  const uint32_t id;
+  const isa::Program& program;
+  const config::ArchConfig& arch;
+  isa::MemoryImage* memory;
+  EventSink& sink;
+  MemorySystemModule& memory_system;
+  SemaphoreFile semaphores;
+  std::vector<DmaPlan> dma_plans;  // one per DMA instruction, in the order the engines hold them
+  std::vector<std::unique_ptr<EngineModule>> engines;
+  uint32_t ports_held = 0;  // shared ports (models::Port bits) in use
+  sc_core::sc_event ports_released;
+  uint32_t port_waiters = 0;  // engines waiting on ports_released
+  HostModule* host;           // nullptr: no host model
+  // The kernel the engines may run (-1: none yet) and how many engines finished their part.
+  int64_t running_kernel = -1;
+  uint32_t engines_finished = 0;
+  sc_core::sc_event kernel_started;
+  sc_core::sc_event engine_finished;
+
+  std::string deadlock_report() const;
+
+ private:
+  void sequence();
+};
+
+}  // namespace trnsim::models

@@ -1,0 +1,247 @@
+// The trnsim command line (contract in the design brief and README.md).
+#include <spdlog/sinks/stdout_color_sinks.h>
+#include <spdlog/spdlog.h>
+#include <CLI/CLI.hpp>
+
+#include <malloc.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <string>
+#include <systemc>
+#include <vector>
+
+#include "sim/report/compare.hpp"
+#include "sim/report/explain.hpp"
+#include "sim/run/check.hpp"
+#include "sim/run/run.hpp"
+#include "sim/run/tools.hpp"
+#include "sim/sweep/sweep.hpp"
+
+namespace {
+
+#ifdef TRNSIM_HAVE_MPI
+#define TRNSIM_HAVE_MPI_TEXT \
+  "MPI: built in; under mpirun or srun the points are spread over the ranks (docs/sweeps.md)."
+#else
+#define TRNSIM_HAVE_MPI_TEXT \
+  "MPI: not built in (configure with -DTRNSIM_MPI=ON to run sweeps under mpirun or srun)."
+#endif
+
+constexpr const char* kUsage =
+    "usage: trnsim WORKLOAD.json|PROGRAM.tasm [--arch PRESET|FILE] [--out DIR] [--timing-only]\n"
+    "              [--no-report]\n"
+    "       trnsim asm PROGRAM.tasm [-o OUT.json]   assemble (adds synchronization)\n"
+    "       trnsim disasm PROGRAM.json|PROGRAM.tasm [-o OUT.tasm]\n"
+    "       trnsim isa [--markdown]                 list the instruction set\n"
+    "       trnsim check [WORKLOAD] --golden FILE [--update] [--set k=v]\n"
+    "       trnsim params [--arch NAME|FILE] [--set k=v] [--json]   list every hardware parameter\n"
+    "       trnsim sweep SWEEP.json [-j N] [--out DIR] [--resume]   run a parameter sweep\n"
+    "       trnsim compare DIR... [--json] [--report FILE | --no-report]   runs side by side\n"
+    "       (trnsim --help, trnsim COMMAND --help for more)\n";
+
+// Runs a CLI11 parse; returns -1 to go on, or the exit code to return.
+int parse(CLI::App& app, std::vector<char*>& args) {
+  try {
+    app.parse(static_cast<int>(args.size()), args.data());
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForVersion& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    spdlog::error("{}", e.what());
+    std::fputs(kUsage, stderr);
+    return trnsim::sim::kBadInput;
+  }
+  return -1;
+}
+
+}  // namespace
+
+// Debian's libsystemc.so provides a main() that prints the SystemC banner and calls sc_main();
+// this one silences the banner first (the output is trnsim's) and then does the same.
+int main(int argc, char* argv[]) {
+  setenv("SYSTEMC_DISABLE_COPYRIGHT_MESSAGE", "1", 1);
+  // Functional mode allocates a tile of up to a few MiB per instruction and frees it at once.
+  // By default glibc maps such blocks fresh from the kernel and unmaps them on free, so every
+  // instruction paid page faults on its tiles (a 2048 x 8192 RMSNorm spent two thirds of its
+  // simulation there). Blocks under 32 MiB come from the heap instead, and freed memory stays
+  // for the next tile. Peak memory is unchanged: it is the high-water mark either way.
+  mallopt(M_MMAP_THRESHOLD, 32 << 20);
+  mallopt(M_TRIM_THRESHOLD, 1 << 30);
+  return sc_core::sc_elab_and_sim(argc, argv);
+}
+
+int sc_main(int argc, char* argv[]) {
+  auto logger = spdlog::stderr_color_mt("trnsim");
+  logger->set_pattern("trnsim: %^%l%$: %v");
+  spdlog::set_default_logger(logger);
+  spdlog::set_level(spdlog::level::warn);
+
+  std::vector<char*> args(argv, argv + argc);
+  const std::string command = args.size() > 1 ? args[1] : "";
+
+  if (command == "asm" || command == "disasm") {
+    args.erase(args.begin() + 1);
+    const bool assemble = command == "asm";
+    CLI::App app{assemble ? "Assemble a .tasm program into the JSON program form"
+                          : "Print a program as .tasm",
+                 "trnsim " + command};
+    std::string input, out = "-", arch;
+    app.add_option("program", input, assemble ? "a .tasm file" : "a .tasm or JSON program file")
+        ->required();
+    app.add_option("-o,--out", out, "output file, - for stdout")->capture_default_str();
+    app.add_option("--arch", arch,
+                   "hardware preset (trn1, trn2, trn3) or arch file (default: the file's .arch, "
+                   "else trn2)");
+    if (const int rc = parse(app, args); rc >= 0) return rc;
+    return assemble ? trnsim::sim::assemble(input, out, arch)
+                    : trnsim::sim::disassemble(input, out, arch);
+  }
+  if (command == "isa") {
+    args.erase(args.begin() + 1);
+    CLI::App app{"List the instruction set: engines, operands, semantics, cost and source",
+                 "trnsim isa"};
+    bool markdown = false;
+    app.add_flag("--markdown", markdown, "a Markdown table (docs/isa.md embeds it)");
+    if (const int rc = parse(app, args); rc >= 0) return rc;
+    return trnsim::sim::list_isa(markdown);
+  }
+  if (command == "check") {
+    args.erase(args.begin() + 1);
+    CLI::App app{"Compare a run's metrics with a golden file (exit 1 on drift)", "trnsim check"};
+    trnsim::sim::CheckOptions o;
+    app.add_option("workload", o.workload, "workload or program (default: the golden file's)");
+    app.add_option("--golden", o.golden, "golden file: workload, arch, summary metrics, tolerance")
+        ->required();
+    app.add_flag("--update", o.update,
+                 "rewrite the golden file from this run and say what changed");
+    app.add_option("--arch", o.arch, "hardware preset or arch file (default: the golden file's)");
+    app.add_option("--set", o.sets, "override a hardware parameter, name=value (repeatable)");
+    app.add_option("--out", o.out, "directory for this run's outputs")->capture_default_str();
+    app.add_flag("--full", o.full, "run the functional model and its check too");
+    if (const int rc = parse(app, args); rc >= 0) return rc;
+    return trnsim::sim::check(o);
+  }
+  if (command == "params") {
+    args.erase(args.begin() + 1);
+    CLI::App app{"List every hardware parameter with its value, unit, meaning and source",
+                 "trnsim params"};
+    std::string arch = "trn2";
+    std::vector<std::string> sets;
+    bool json = false;
+    app.add_option("--arch", arch, "hardware preset (trn1, trn2, trn3) or arch JSON file")
+        ->capture_default_str();
+    app.add_option("--set", sets, "override a parameter, name=value (repeatable)");
+    app.add_flag("--json", json, "print a complete arch file (a start for your own)");
+    if (const int rc = parse(app, args); rc >= 0) return rc;
+    return trnsim::sim::list_params(arch, sets, json);
+  }
+  if (command == "explain") {
+    args.erase(args.begin() + 1);
+    CLI::App app{"Diagnose a finished run: the critical path, what bounds it, and what to change",
+                 "trnsim explain"};
+    trnsim::sim::ExplainOptions o;
+    app.add_option("dir", o.dir, "the --out directory of a run (stats.json, trace.json)")
+        ->required();
+    app.add_flag("--json", o.json, "print the findings as JSON");
+    if (const int rc = parse(app, args); rc >= 0) return rc;
+    return trnsim::sim::explain(o);
+  }
+  if (command == "compare") {
+    args.erase(args.begin() + 1);
+    CLI::App app{"Several finished runs side by side, with each one's top finding",
+                 "trnsim compare"};
+    trnsim::sim::CompareOptions o;
+    app.add_option("dirs", o.dirs, "the --out directories of two or more runs")
+        ->required()
+        ->expected(1, -1);
+    app.add_flag("--json", o.json, "print the comparison as JSON");
+    app.add_option("--report", o.report,
+                   "write the comparison report (the runs' timelines on one time scale, their "
+                   "metrics side by side) here")
+        ->capture_default_str();
+    app.add_flag("--no-report", o.no_report,
+                 "no comparison report (then the runs need no report.html)");
+    if (const int rc = parse(app, args); rc >= 0) return rc;
+    return trnsim::sim::compare(o);
+  }
+  if (command == "sweep") {
+    args.erase(args.begin() + 1);
+    CLI::App app{
+        "Run a parameter sweep: each point a trnsim run in a process of its own, results "
+        "as CSV, JSON, a table and a plot (docs/sweeps.md)",
+        "trnsim sweep"};
+    trnsim::sim::SweepOptions o;
+    app.add_option("sweep", o.file, "sweep file (docs/sweeps.md)")->required();
+    app.add_option("-j,--jobs", o.jobs, "points run at once (on each MPI rank)")
+        ->capture_default_str();
+    app.add_option("--out", o.out, "output directory (default: trnsim-sweep/NAME)");
+    app.add_flag("--resume", o.resume,
+                 "reuse the points an earlier run of the same sweep finished in --out");
+    app.add_flag("--full", o.full,
+                 "run the functional model and its check in every point (default: the file's "
+                 "timing_only, true unless it says false)");
+    app.add_flag("--timing-only", o.timing_only,
+                 "timing only in every point, whatever the file says");
+    app.footer(TRNSIM_HAVE_MPI_TEXT);
+    if (const int rc = parse(app, args); rc >= 0) return rc;
+    std::unique_ptr<trnsim::sim::SweepComm> comm = trnsim::sim::mpi_comm();
+    if (!comm) {
+      if (const int n = trnsim::sim::launcher_ranks(); n > 1) {
+        spdlog::error(
+            "this trnsim was built without MPI but runs as one of {} MPI ranks, which would "
+            "each run the whole sweep; build with -DTRNSIM_MPI=ON (docs/sweeps.md) or run "
+            "without mpirun",
+            n);
+        return trnsim::sim::kBadInput;
+      }
+      trnsim::sim::SweepComm local;
+      return trnsim::sim::sweep(o, local);
+    }
+    return trnsim::sim::sweep(o, *comm);
+  }
+  for (const char* later : {"report"}) {
+    if (command == later) {
+      spdlog::error("'trnsim {}' is not available in this version", command);
+      std::fputs(kUsage, stderr);
+      return trnsim::sim::kBadInput;
+    }
+  }
+
+  // `trnsim run WORKLOAD ...` is the same as `trnsim WORKLOAD ...`.
+  if (command == "run") args.erase(args.begin() + 1);
+  trnsim::sim::RunOptions o;
+  CLI::App app{"trnsim: a cycle-approximate simulator of an AWS Trainium NeuronCore", "trnsim"};
+  app.set_version_flag("--version", "trnsim 0.1.0");
+  app.footer(kUsage);
+  app.add_option("workload", o.workload,
+                 "workload JSON (docs/workload-format.md) or program (.tasm, docs/isa.md)")
+      ->required();
+  app.add_option("--arch", o.arch,
+                 "hardware preset (trn1, trn2, trn3) or arch JSON file (default trn2, or the "
+                 "program's .arch)");
+  app.add_option("--out", o.out, "directory for stats.json, trace.json and report.html")
+      ->capture_default_str();
+  app.add_flag("--timing-only", o.timing_only,
+               "skip tensor data and the functional check; same cycle counts");
+  app.add_option("--set", o.sets,
+                 "override a hardware parameter, name=value (repeatable; "
+                 "trnsim params lists them)");
+  bool no_report = false;
+  app.add_flag("--no-report", no_report,
+               "do not write report.html (the browser report: timeline, metrics, tables)");
+  app.add_flag("--perf", o.perf,
+               "also write perf.json: the simulator's own wall time per phase, peak memory and "
+               "events per second (bench/ reads it)");
+  app.add_option("--trace-filter", o.trace_filter,
+                 "keep only some of trace.json: 'lanes=TensorE,DMA*' (names or patterns with * "
+                 "and ?), 'window=100us:250us', or both separated by ';' (repeatable)");
+  bool verbose = false;
+  app.add_flag("-v,--verbose", verbose, "log what the simulator does");
+  if (const int rc = parse(app, args); rc >= 0) return rc;
+  if (verbose) spdlog::set_level(spdlog::level::debug);
+  o.report = !no_report;
+  return trnsim::sim::run(o);
+}

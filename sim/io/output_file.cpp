@@ -1,0 +1,63 @@
+#include "sim/io/output_file.hpp"
+
+#include <fmt/format.h>
+
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+
+#include <unistd.h>
+
+namespace trnsim::sim {
+
+// The temporary name carries the process id so that two runs writing the same directory do not
+// write into each other's file; the last rename wins whole.
+OutputFile::OutputFile(std::string path)
+    : path_(std::move(path)), temp_(fmt::format("{}.{}.tmp", path_, ::getpid())) {
+  file_ = std::fopen(temp_.c_str(), "wb");
+  if (file_ == nullptr) {
+    throw OutputError(fmt::format("{}: cannot create: {}", temp_, std::strerror(errno)));
+  }
+}
+
+OutputFile::~OutputFile() {
+  if (file_ != nullptr) std::fclose(file_);
+  if (!committed_) std::remove(temp_.c_str());
+}
+
+void OutputFile::fail(const std::string& what) {
+  const std::string reason = std::strerror(errno);
+  if (file_ != nullptr) std::fclose(file_);
+  file_ = nullptr;
+  std::remove(temp_.c_str());
+  throw OutputError(fmt::format("{}: {}: {}", path_, what, reason));
+}
+
+void OutputFile::write(std::string_view text) {
+  if (std::fwrite(text.data(), 1, text.size(), file_) != text.size()) fail("write failed");
+}
+
+void OutputFile::close() {
+  if (file_ == nullptr) return;
+  if (std::fflush(file_) != 0) fail("write failed");
+  const int rc = std::fclose(file_);
+  file_ = nullptr;
+  if (rc != 0) fail("write failed");
+}
+
+void OutputFile::commit() {
+  close();
+  if (std::rename(temp_.c_str(), path_.c_str()) != 0) fail("cannot rename into place");
+  committed_ = true;
+}
+
+void make_output_directory(const std::string& dir) {
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec || !std::filesystem::is_directory(dir)) {
+    throw OutputError(fmt::format("{}: cannot create the output directory: {}", dir,
+                                  ec ? ec.message() : "a file of that name exists"));
+  }
+}
+
+}  // namespace trnsim::sim

@@ -1,0 +1,341 @@
+#include "sim/report/explain.hpp"
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <cmath>
+#include <fstream>
+#include <iostream>
+#include <map>
+#include <sstream>
+
+#include "sim/io/exit_codes.hpp"
+
+namespace trnsim::sim {
+
+using nlohmann::json;
+
+namespace {
+
+struct Slice {
+  double start = 0, end = 0;  // microseconds, as in the trace
+  int lane = 0;               // index into lanes
+};
+
+std::string us(double seconds) {
+  if (seconds >= 1e-3) return fmt::format("{:.2f} ms", seconds * 1e3);
+  return fmt::format("{:.1f} us", seconds * 1e6);
+}
+
+double number(const json& j, const char* key) {
+  const auto it = j.find(key);
+  return it != j.end() && it->is_number() ? it->get<double>() : 0.0;
+}
+
+}  // namespace
+
+std::vector<std::pair<std::string, double>> critical_path(const json& trace) {
+  std::map<std::pair<int, int>, std::string> names;
+  for (const json& e : trace.value("traceEvents", json::array())) {
+    if (e.value("ph", "") == "M" && e.value("name", "") == "thread_name") {
+      names[{e.value("pid", 0), e.value("tid", 0)}] = e["args"].value("name", "");
+    }
+  }
+  std::map<std::pair<int, int>, int> lane_of;
+  std::vector<std::string> lanes;
+  std::vector<Slice> slices;
+  for (const json& e : trace.value("traceEvents", json::array())) {
+    if (e.value("ph", "") != "X") continue;
+    const std::string cat = e.value("cat", "");
+    const std::pair<int, int> key{e.value("pid", 0), e.value("tid", 0)};
+    if (cat != "instruction" && cat != "dma") continue;
+    auto [it, fresh] = lane_of.emplace(key, static_cast<int>(lanes.size()));
+    if (fresh) lanes.push_back(names.count(key) ? names[key] : fmt::format("lane {}", key.second));
+    slices.push_back({number(e, "ts"), number(e, "ts") + number(e, "dur"), it->second});
+  }
+  std::vector<std::pair<std::string, double>> out;
+  if (slices.empty()) return out;
+  // Per lane, slices by start; all slices by end.
+  std::vector<std::vector<size_t>> by_lane(lanes.size());
+  std::sort(slices.begin(), slices.end(),
+            [](const Slice& a, const Slice& b) { return a.start < b.start; });
+  for (size_t i = 0; i < slices.size(); ++i) by_lane[slices[i].lane].push_back(i);
+  std::vector<size_t> by_end(slices.size());
+  for (size_t i = 0; i < by_end.size(); ++i) by_end[i] = i;
+  std::sort(by_end.begin(), by_end.end(),
+            [&](size_t a, size_t b) { return slices[a].end < slices[b].end; });
+  std::vector<double> on_path(lanes.size() + 1, 0.0);  // the last: idle
+  size_t cur = by_end.back();
+  std::vector<size_t> pos_in_lane(slices.size());
+  for (auto& l : by_lane) {
+    for (size_t i = 0; i < l.size(); ++i) pos_in_lane[l[i]] = i;
+  }
+  for (size_t steps = 0; steps < slices.size(); ++steps) {
+    const Slice& s = slices[cur];
+    on_path[s.lane] += s.end - s.start;
+    // Candidates: the lane's previous slice, and the slice on any lane that ended last before
+    // this one started (what released its semaphore wait, or triggered its transfer). The
+    // later-ending one is the predecessor; a gap before it is latency or idle time.
+    long best = -1;
+    double best_end = -1;
+    const size_t p = pos_in_lane[cur];
+    if (p > 0) {
+      best = static_cast<long>(by_lane[s.lane][p - 1]);
+      best_end = slices[best].end;
+    }
+    {
+      auto it = std::upper_bound(by_end.begin(), by_end.end(), s.start + 1e-7,
+                                 [&](double t, size_t i) { return t < slices[i].end; });
+      while (it != by_end.begin()) {
+        --it;
+        if (*it == cur || slices[*it].start >= s.start) continue;
+        if (slices[*it].end > best_end) {
+          best = static_cast<long>(*it);
+          best_end = slices[*it].end;
+        }
+        break;
+      }
+    }
+    if (best < 0) {
+      on_path.back() += s.start;  // idle from time 0 (waiting for the launch)
+      break;
+    }
+    on_path.back() += std::max(0.0, s.start - best_end);
+    cur = static_cast<size_t>(best);
+  }
+  for (size_t l = 0; l < lanes.size(); ++l) {
+    if (on_path[l] > 0) out.emplace_back(lanes[l], on_path[l] * 1e-6);
+  }
+  if (on_path.back() > 0) out.emplace_back("latency or idle", on_path.back() * 1e-6);
+  std::sort(out.begin(), out.end(),
+            [](const auto& a, const auto& b) { return a.second > b.second; });
+  return out;
+}
+
+std::vector<Finding> diagnose(const json& stats,
+                              const std::vector<std::pair<std::string, double>>& path) {
+  std::vector<Finding> f;
+  const json& summary = stats.value("summary", json::object());
+  const double total = number(summary, "total_time");
+  const json& host = stats.value("host", json());
+  const json& choices = stats.value("choices", json::object());
+  const json& kernels = stats.value("kernels", json::array());
+  if (host.is_object() && total > 0) {
+    const double device = number(host, "device_time");
+    const double idle = total - device;
+    const size_t launches = host.value("kernel_launches", 0);
+    if (idle > 0.15 * total) {
+      Finding x;
+      x.cause = "host launch overhead";
+      x.cost_seconds = idle;
+      x.evidence = fmt::format(
+          "the device is idle {} of the {} total ({:.0f}%): {} kernel launch{}, host CPU {} "
+          "(dispatch and launch calls), final synchronization {}",
+          us(idle), us(total), 100 * idle / total, launches, launches == 1 ? "" : "es",
+          us(number(host, "host_cpu_time")), us(number(host, "synchronize_time")));
+      x.suggestion = choices.value("mode", "") == "eager" && launches > 1
+                         ? "fuse these ops into fewer kernels: run the graph with \"mode\": "
+                           "\"compile\", or use a fused op (rms_norm, layer_norm, softmax)"
+                         : "give each launch more work (larger or batched inputs); launch "
+                           "overhead is fixed per kernel";
+      f.push_back(x);
+    }
+  }
+  const double inter = number(choices, "hbm_intermediate_bytes");
+  if (inter > 0 && total > 0) {
+    // Each intermediate is written once and read at least once.
+    const double bw = number(summary, "hbm_peak_bytes_per_second");
+    Finding x;
+    x.cause = "HBM round trips between kernels";
+    // Their share of the HBM traffic, times the device time spent bound by DMA.
+    const double traffic = number(summary, "hbm_read_bytes") + number(summary, "hbm_write_bytes");
+    double dma_bound = 0;
+    for (const json& k : kernels) {
+      if (k.value("bound_by", "") == "DMA") dma_bound += number(k, "duration");
+    }
+    x.cost_seconds = std::max(bw > 0 ? 2 * inter / bw : 0.0,
+                              traffic > 0 ? std::min(1.0, 2 * inter / traffic) * dma_bound : 0.0);
+    std::vector<std::string> names;
+    for (const auto& n : choices["hbm_intermediates"]) names.push_back(n.get<std::string>());
+    x.evidence = fmt::format(
+        "{} intermediate tensors ({}) go to HBM and back: {:.1f} MB written and read again, at "
+        "least {} at the HBM peak",
+        names.size(),
+        fmt::join(names.begin(), names.begin() + std::min<size_t>(names.size(), 6), ", "),
+        inter / 1e6, us(x.cost_seconds));
+    x.suggestion =
+        "fuse the ops that produce and consume them (\"mode\": \"compile\") so the "
+        "values stay in SBUF";
+    f.push_back(x);
+  }
+  // Per kernel: what bounds it.
+  std::map<std::string, Finding> by_cause;
+  for (const json& k : kernels) {
+    const double d = number(k, "duration");
+    if (d <= 0) continue;
+    const std::string who = k.value("bound_by", "");
+    const double pct = number(k, "bound_by_percent");
+    const std::string name = k.value("name", "");
+    std::string cause, evidence, suggestion;
+    if (pct < 55) {
+      cause = "serialization (no overlap)";
+      evidence = fmt::format(
+          "in kernel {} ({}), the busiest resource ({}) is busy only {:.0f}% "
+          "of the time: DMA and compute wait for each other",
+          name, us(d), who, pct);
+      suggestion =
+          "add a buffer so the next tile's DMA overlaps this tile's compute "
+          "(params.bufs), or split the work into more tiles";
+    } else if (who == "DMA") {
+      const double transfers = number(k, "dma_transfers");
+      const double per_partition = transfers > 0 ? number(k, "dma_bytes") / transfers / 128 : 0;
+      if (per_partition < 2048) {
+        cause = "DMA fixed costs (small transfers)";
+        evidence = fmt::format(
+            "kernel {} is DMA-bound ({:.0f}% of {}) with {:.0f} transfers "
+            "averaging {:.0f} bytes per partition",
+            name, pct, us(d), transfers, per_partition);
+        suggestion =
+            "make transfers larger than 2048 bytes per partition (fact sheet D2: "
+            "under 256 bytes is badly overhead-bound): larger tiles, or more rows per "
+            "partition";
+      } else {
+        cause = "DMA bandwidth";
+        evidence = fmt::format(
+            "kernel {} is DMA-bound ({:.0f}% of {}): {:.1f} MB in {:.0f} "
+            "transfers of {:.0f} bytes per partition",
+            name, pct, us(d), number(k, "dma_bytes") / 1e6, transfers, per_partition);
+        suggestion =
+            "move fewer bytes: keep intermediates on chip (fuse), reuse loaded tiles "
+            "(block the loops), or use a narrower dtype";
+      }
+    } else {
+      cause = who;
+      const double vec = number(k, "vector_engine_active_time");
+      const double sca = number(k, "scalar_engine_active_time");
+      evidence = fmt::format(
+          "kernel {} is {}-bound: busy {:.0f}% of {} (VectorE {}, ScalarE {}, "
+          "DMA {})",
+          name, who, pct, us(d), us(vec), us(sca), us(number(k, "dma_active_time")));
+      if (who == "ScalarE" && vec < 0.6 * sca) {
+        suggestion =
+            "move an elementwise step (a multiply or add by a per-row value) from "
+            "ScalarE to VectorE (e.g. params.scale_engine \"vector\"), which is idle "
+            "for " +
+            us(sca - vec);
+      } else if (who == "VectorE" && sca < 0.6 * vec) {
+        suggestion =
+            "move an elementwise step from VectorE to ScalarE (an activation with "
+            "scale or bias), which is idle for " +
+            us(vec - sca);
+      } else if (who == "TensorE") {
+        suggestion =
+            "the PE array is the limit: larger moving tiles (up to 512 columns) or "
+            "fp8 raise its throughput";
+      } else {
+        suggestion =
+            "this engine is the limit: fewer or cheaper instructions on it (bf16 "
+            "operands enable VectorE's faster modes on trn2)";
+      }
+    }
+    Finding& x = by_cause[cause];
+    if (x.cause.empty()) {
+      x.cause = cause;
+      x.evidence = evidence;
+      x.suggestion = suggestion;
+    }
+    x.cost_seconds += d * std::min(1.0, pct / 100.0);
+  }
+  // Round trips are why an eager kernel is DMA-bound: do not count that time twice.
+  const auto round_trips = std::find_if(f.begin(), f.end(), [](const Finding& x) {
+    return x.cause == "HBM round trips between kernels";
+  });
+  if (round_trips != f.end() && by_cause.count("DMA bandwidth")) {
+    Finding& bw = by_cause["DMA bandwidth"];
+    bw.cost_seconds = std::max(0.0, bw.cost_seconds - round_trips->cost_seconds);
+  }
+  for (auto& [c, x] : by_cause) f.push_back(x);
+  if (!path.empty()) {
+    std::string text;
+    double sum = 0;
+    for (const auto& [lane, t] : path) sum += t;
+    for (size_t i = 0; i < path.size() && i < 5; ++i) {
+      text += fmt::format("{}{} {} ({:.0f}%)", i ? ", " : "", path[i].first, us(path[i].second),
+                          sum > 0 ? 100 * path[i].second / sum : 0.0);
+    }
+    Finding x;
+    x.cause = "critical path";
+    x.cost_seconds = 0;  // context, not a cause of its own
+    x.evidence = "time on the device's critical path by lane: " + text;
+    x.suggestion = "speed up the lane at the head of this list first";
+    f.push_back(x);
+  }
+  std::stable_sort(f.begin(), f.end(), [](const Finding& a, const Finding& b) {
+    return a.cost_seconds > b.cost_seconds;
+  });
+  return f;
+}
+
+std::string findings_text(const std::vector<Finding>& findings, size_t max_findings) {
+  std::string out;
+  for (size_t i = 0; i < findings.size() && i < max_findings; ++i) {
+    const Finding& x = findings[i];
+    out +=
+        fmt::format("{}. {}{}\n   evidence: {}\n   suggestion: {}\n", i + 1, x.cause,
+                    x.cost_seconds > 0 ? fmt::format(" (costs up to {})", us(x.cost_seconds)) : "",
+                    x.evidence, x.suggestion);
+  }
+  return out;
+}
+
+int explain(const ExplainOptions& o) {
+  auto read = [&](const std::string& name, json& into) {
+    std::ifstream in(o.dir + "/" + name);
+    if (!in) return false;
+    try {
+      into = json::parse(in);
+    } catch (const json::exception& e) {
+      spdlog::error("{}/{}: not a trnsim output ({})", o.dir, name, e.what());
+      return false;
+    }
+    return true;
+  };
+  json stats, trace;
+  if (!read("stats.json", stats)) {
+    spdlog::error("{}: no stats.json here; give the --out directory of a trnsim run", o.dir);
+    return kBadInput;
+  }
+  std::vector<std::pair<std::string, double>> path;
+  std::string filtered;
+  if (read("trace.json", trace)) {
+    path = critical_path(trace);
+    const json other = trace.value("otherData", json::object());
+    filtered = other.value("trace_filter", "");
+  }
+  const std::vector<Finding> f = diagnose(stats, path);
+  if (o.json) {
+    json out = json::array();
+    for (const Finding& x : f) {
+      out.push_back({{"cause", x.cause},
+                     {"cost_seconds", x.cost_seconds},
+                     {"evidence", x.evidence},
+                     {"suggestion", x.suggestion}});
+    }
+    std::cout << json{{"findings", out}}.dump(2) << "\n";
+    return kSuccess;
+  }
+  const json& w = stats.value("workload", json::object());
+  std::cout << fmt::format("trnsim explain  {}  total {}\n", w.value("name", ""),
+                           us(number(stats.value("summary", json::object()), "total_time")));
+  if (!filtered.empty()) {
+    std::cout << fmt::format(
+        "note: trace.json was written with --trace-filter '{}'; the critical path sees only what "
+        "it kept (rerun without the filter for the whole path)\n",
+        filtered);
+  }
+  std::cout << findings_text(f, 10);
+  return kSuccess;
+}
+
+}  // namespace trnsim::sim

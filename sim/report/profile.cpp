@@ -1,0 +1,220 @@
+#include "sim/report/profile.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <map>
+
+namespace trnsim::sim {
+
+namespace {
+
+std::string us(Picoseconds t) {
+  return fmt::format("{:.1f} us", t.us());
+}
+double secs(Picoseconds t) {
+  return static_cast<double>(t.value) * 1e-12;
+}
+
+}  // namespace
+
+std::pair<std::string, double> KernelProfile::bound() const {
+  std::string who = "DMA";
+  Picoseconds most = dma_busy;
+  for (Engine e : kAllEngines) {
+    if (engine_active[index_of(e)] > most) {
+      most = engine_active[index_of(e)];
+      who = std::string(name_of(e));
+    }
+  }
+  const Picoseconds d = duration();
+  return {who, d.value > 0 ? 100.0 * static_cast<double>(most.value) / d.value : 0.0};
+}
+
+ProfileCollector::ProfileCollector(const isa::Program& program, const config::ArchConfig&)
+    : program_(program), kernels_(program.kernel_count()), ops_(program.host_ops.size()) {
+  for (size_t k = 0; k < kernels_.size(); ++k) {
+    kernels_[k].name = program.kernels.empty() ? program.name : program.kernels[k].name;
+  }
+  for (size_t i = 0; i < ops_.size(); ++i) {
+    ops_[i].name = program.host_ops[i].name;
+    ops_[i].calls = 1;
+    for (uint32_t k : program.host_ops[i].kernels) kernels_[k].op = ops_[i].name;
+  }
+}
+
+void ProfileCollector::on_instruction(const models::InstructionRecord& r) {
+  KernelProfile& k = kernels_[r.kernel];
+  k.engine_active[index_of(r.engine)] = k.engine_active[index_of(r.engine)] + (r.end - r.start);
+  ++k.instructions[index_of(r.engine)];
+}
+
+void ProfileCollector::on_transfer(const models::TransferRecord& r) {
+  KernelProfile& k = kernels_[r.kernel];
+  ++k.dma_transfers;
+  k.dma_bytes += r.bytes;
+  const Picoseconds from = max(r.start, k.dma_covered_to);
+  if (r.end > from) k.dma_busy = k.dma_busy + (r.end - from);
+  k.dma_covered_to = max(k.dma_covered_to, r.end);
+}
+
+void ProfileCollector::on_kernel(const models::KernelRecord& r) {
+  KernelProfile& k = kernels_[r.kernel];
+  if (!k.seen) {
+    k.arrived = r.arrived;
+    k.start = r.start;
+    k.end = r.end;
+    k.seen = true;
+    return;
+  }
+  k.start = std::min(k.start, r.start);
+  k.end = max(k.end, r.end);
+}
+
+void ProfileCollector::on_host(const models::HostRecord& r) {
+  const Picoseconds d = r.end - r.start;
+  switch (r.activity) {
+    case models::HostActivity::dispatch:
+      ops_[r.op].self_cpu = ops_[r.op].self_cpu + d;
+      ops_[r.op].cpu_total = ops_[r.op].cpu_total + d;
+      host_cpu_ = host_cpu_ + d;
+      break;
+    case models::HostActivity::launch:
+      ops_[r.op].cpu_total = ops_[r.op].cpu_total + d;
+      host_cpu_ = host_cpu_ + d;
+      break;
+    case models::HostActivity::queue_full:
+      ops_[r.op].cpu_total = ops_[r.op].cpu_total + d;
+      host_blocked_ = host_blocked_ + d;
+      break;
+    case models::HostActivity::synchronize:
+      sync_ = sync_ + d;
+      break;
+  }
+}
+
+Picoseconds ProfileCollector::device_busy() const {
+  Picoseconds t;
+  for (const auto& k : kernels_) t = t + k.duration();
+  return t;
+}
+
+Picoseconds ProfileCollector::first_kernel_start() const {
+  return kernels_.empty() ? Picoseconds() : kernels_.front().start;
+}
+
+std::vector<OpProfile> ProfileCollector::key_averages() const {
+  std::vector<OpProfile> rows;
+  std::map<std::string, size_t> at;
+  for (size_t i = 0; i < ops_.size(); ++i) {
+    auto [it, fresh] = at.emplace(ops_[i].name, rows.size());
+    if (fresh) rows.push_back(OpProfile{ops_[i].name, 0, {}, {}, {}, 0});
+    OpProfile& row = rows[it->second];
+    row.calls += 1;
+    row.self_cpu = row.self_cpu + ops_[i].self_cpu;
+    row.cpu_total = row.cpu_total + ops_[i].cpu_total;
+    for (uint32_t k : program_.host_ops[i].kernels) {
+      row.device_total = row.device_total + kernels_[k].duration();
+      ++row.kernels;
+    }
+  }
+  std::stable_sort(rows.begin(), rows.end(), [](const OpProfile& a, const OpProfile& b) {
+    return a.device_total > b.device_total;
+  });
+  return rows;
+}
+
+nlohmann::json ProfileCollector::json(Picoseconds total) const {
+  nlohmann::json out;
+  nlohmann::json kernels = nlohmann::json::array();
+  for (const KernelProfile& k : kernels_) {
+    nlohmann::json e = {{"name", k.name},
+                        {"op", k.op},
+                        {"arrived_time_ps", k.arrived.value},
+                        {"start_time_ps", k.start.value},
+                        {"end_time_ps", k.end.value},
+                        {"duration", secs(k.duration())},
+                        {"dma_transfers", k.dma_transfers},
+                        {"dma_bytes", k.dma_bytes},
+                        {"dma_active_time", secs(k.dma_busy)},
+                        {"bound_by", k.bound().first},
+                        {"bound_by_percent", k.bound().second}};
+    uint64_t instructions = 0;
+    for (Engine eng : kAllEngines) {
+      e[fmt::format("{}_engine_active_time", key_of(eng))] = secs(k.engine_active[index_of(eng)]);
+      instructions += k.instructions[index_of(eng)];
+    }
+    e["instructions"] = instructions;
+    kernels.push_back(e);
+  }
+  out["kernels"] = kernels;
+  if (!has_host()) return out;
+  const Picoseconds device = device_busy();
+  out["host"] = {{"total_time", secs(total)},
+                 {"device_time", secs(device)},
+                 {"device_time_percent", total.value ? 100.0 * device.value / total.value : 0.0},
+                 {"host_cpu_time", secs(host_cpu_)},
+                 {"host_blocked_time", secs(host_blocked_)},
+                 {"synchronize_time", secs(sync_)},
+                 {"first_kernel_start_time", secs(first_kernel_start())},
+                 {"kernel_launches", kernels_.size()},
+                 {"host_ops", ops_.size()}};
+  nlohmann::json table = nlohmann::json::array();
+  for (const OpProfile& o : key_averages()) {
+    table.push_back(
+        {{"name", o.name},
+         {"calls", o.calls},
+         {"self_cpu_time", secs(o.self_cpu)},
+         {"cpu_time_total", secs(o.cpu_total)},
+         {"device_time_total", secs(o.device_total)},
+         {"device_time_avg", o.calls ? secs(o.device_total) / o.calls : 0.0},
+         {"device_time_percent", device.value ? 100.0 * o.device_total.value / device.value : 0.0},
+         {"kernels", o.kernels}});
+  }
+  out["key_averages"] = table;
+  return out;
+}
+
+std::string ProfileCollector::text(Picoseconds total) const {
+  if (!has_host() && kernels_.size() < 2) return "";
+  std::string out;
+  const Picoseconds device = device_busy();
+  if (has_host()) {
+    out += fmt::format(
+        "host: {} ops, {} kernel launches; host CPU {} (dispatch and launch calls), blocked on "
+        "the launch queue {}, final sync {}; device busy {} = {:.1f}% of the total; first kernel "
+        "starts at {}\n",
+        ops_.size(), kernels_.size(), us(host_cpu_), us(host_blocked_), us(sync_), us(device),
+        total.value ? 100.0 * device.value / total.value : 0.0, us(first_kernel_start()));
+    out += "key_averages (sorted by device time):\n";
+    out += fmt::format("  {:<22}{:>6}{:>12}{:>12}{:>14}{:>12}{:>9}\n", "Name", "Calls", "Self CPU",
+                       "CPU total", "Device total", "Device avg", "Device%");
+    for (const OpProfile& o : key_averages()) {
+      out +=
+          fmt::format("  {:<22}{:>6}{:>12}{:>12}{:>14}{:>12}{:>8.1f}%\n", o.name, o.calls,
+                      us(o.self_cpu), us(o.cpu_total), us(o.device_total),
+                      us(o.calls ? Picoseconds(o.device_total.value / static_cast<int64_t>(o.calls))
+                                 : Picoseconds()),
+                      device.value ? 100.0 * o.device_total.value / device.value : 0.0);
+    }
+  }
+  out += "kernels:\n";
+  out += fmt::format("  {:<3}{:<32}{:>11}{:>11}{:>10}{:>10}  {}\n", "#", "name", "start",
+                     "duration", "DMA", "instr", "busiest");
+  const size_t shown = std::min<size_t>(kernels_.size(), 12);
+  for (size_t i = 0; i < shown; ++i) {
+    const KernelProfile& k = kernels_[i];
+    uint64_t n = 0;
+    for (uint64_t c : k.instructions) n += c;
+    const auto [who, pct] = k.bound();
+    out += fmt::format("  {:<3}{:<32}{:>11}{:>11}{:>8.1f}MB{:>10}  {} {:.0f}%\n", i,
+                       k.name.size() > 31 ? k.name.substr(0, 28) + "..." : k.name, us(k.start),
+                       us(k.duration()), k.dma_bytes / 1e6, n, who, pct);
+  }
+  if (kernels_.size() > shown) {
+    out += fmt::format("  ... {} more kernels in stats.json\n", kernels_.size() - shown);
+  }
+  return out;
+}
+
+}  // namespace trnsim::sim

@@ -1,0 +1,126 @@
+// report.html: one self-contained page (no network: the script, styles and data are all in it)
+// with a zoomable timeline of every lane, the summary metrics, the key_averages and kernel
+// tables and a per-engine utilization chart; `trnsim compare` puts several runs in one page,
+// on one time scale (docs/report.md).
+//
+// ReportWriter is an EventSink: during the run it appends a fixed-size record per trace slice
+// to a temporary file (memory stays flat however long the run), and close() assembles the page:
+// the template (sim/report_template.html, embedded in the binary), the run's block of JSON
+// (stats.json's content, the lanes, the names) and the events as base64 of little-endian
+// columns, which the page decodes into typed arrays.
+#pragma once
+
+#include <cstdio>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "config/arch.hpp"
+#include "isa/program.hpp"
+#include "models/records/records.hpp"
+#include "sim/io/output_file.hpp"
+#include "sim/report/trace_lanes.hpp"
+
+namespace trnsim::sim {
+
+// The format of the run blocks a report embeds; compare refuses other versions.
+constexpr const char* kReportFormat = "trnsim-report/1";
+
+// What each event carries in the page, one column per field (little-endian, in this order):
+// start and duration in picoseconds and `a` as float64; name, label and `b` as uint32; lane as
+// uint16; kind as uint8. `a` and `b` by kind: instruction FLOPs and cycles; transfer bytes and
+// DMA engines; semaphore wait: the value awaited in `b`; kernel and host: the kernel in `b`.
+enum class ReportEventKind : uint8_t {
+  instruction,
+  transfer,
+  semaphore_wait,
+  port_wait,
+  kernel,
+  host_dispatch,
+  host_launch,
+  host_queue_full,
+  host_synchronize,
+};
+constexpr uint32_t kNoLabel = 0xffffffffu;
+
+class ReportWriter : public models::EventSink {
+ public:
+  ReportWriter(const std::string& path, const isa::Program& program, const config::ArchConfig& arch,
+               uint32_t cores);
+  ~ReportWriter() override;
+  ReportWriter(const ReportWriter&) = delete;
+  ReportWriter& operator=(const ReportWriter&) = delete;
+
+  void on_instruction(const models::InstructionRecord& r) override;
+  void on_transfer(const models::TransferRecord& r) override;
+  void on_kernel(const models::KernelRecord& r) override;
+  void on_host(const models::HostRecord& r) override;
+
+  // Writes the page with stats.json's content and the run's --out directory, and closes the
+  // file (throws OutputError); commit() then moves it into place.
+  void close(const nlohmann::json& stats, const std::string& out_dir);
+  void commit() { file_.commit(); }
+  uint64_t events() const { return events_; }
+
+ private:
+  // One slice as the run reports it, kept in the temporary file until close().
+  struct Record {
+    int64_t start;
+    int64_t duration;
+    uint64_t a;
+    uint32_t b;
+    uint32_t name;
+    uint32_t index;  // the instruction (or the transfer's DMA instruction) in its engine's stream
+    uint16_t lane;
+    uint8_t kind;
+    uint8_t engine;
+  };
+  static_assert(sizeof(Record) == 40, "records are written to the temporary file as they are");
+
+  void add(const Record& r);
+  void spill();
+  uint32_t name_id(const std::string& name);
+  // Reads every record back, in order, calling `f` on each (throws OutputError).
+  template <typename F>
+  void for_each_record(F&& f);
+  std::string run_json(const nlohmann::json& stats, const std::string& out_dir,
+                       const std::vector<std::string_view>& labels, bool labels_cut) const;
+
+  OutputFile file_;
+  const isa::Program& program_;
+  const config::ArchConfig& arch_;
+  uint32_t cores_;
+  TimelineLanes lanes_;
+  std::vector<std::string> names_;
+  std::unordered_map<std::string, uint32_t> name_ids_;  // names_ after the opcodes'
+  std::vector<uint32_t> opcode_name_;                   // per isa::Opcode
+  std::vector<uint32_t> semaphore_name_;                // "wait NAME" per semaphore
+  std::vector<uint32_t> kernel_name_;
+  std::vector<uint32_t> launch_name_;  // "launch KERNEL" per kernel
+  std::vector<uint32_t> op_name_;      // per host op
+  uint32_t port_wait_name_ = 0, queue_full_name_ = 0, synchronize_name_ = 0;
+  std::vector<Record> buffer_;
+  std::FILE* spill_ = nullptr;  // a temporary file, deleted when closed
+  std::string write_error_;     // a write that failed during the run, reported by close()
+  uint64_t events_ = 0;
+};
+
+// One run of a report as `trnsim compare` reads it back: its block of JSON (parsed), and where
+// the file is, to copy its events from.
+struct ReportRun {
+  std::string dir;
+  std::string path;  // DIR/report.html
+  nlohmann::json block;
+};
+
+// Reads DIR/report.html's run block. Throws InputError naming the directory and what is missing
+// or wrong (no report.html, a comparison report, another format version).
+ReportRun read_report_run(const std::string& dir);
+
+// Writes a comparison report of `runs` (in order, the first is the baseline) to `path`, via a
+// temporary file (throws OutputError, or InputError if a report changed while being read).
+void write_comparison_report(const std::string& path, const std::vector<ReportRun>& runs);
+
+}  // namespace trnsim::sim

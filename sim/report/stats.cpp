@@ -1,0 +1,69 @@
+#include "sim/report/stats.hpp"
+
+#include <algorithm>
+
+#include "models/neuroncore/cost.hpp"
+
+namespace trnsim::sim {
+
+StatsCollector::StatsCollector(const isa::Program& program, const config::ArchConfig& arch,
+                               uint32_t cores)
+    : program_(program), arch_(arch), cores_(cores), queues_(cores * program.queues.size()) {}
+
+void StatsCollector::count(const isa::AccessPattern& ap, bool write) {
+  if (!ap.present()) return;
+  MemoryTraffic& t = traffic_[static_cast<int>(ap.memory)];
+  (write ? t.written : t.read) += ap.bytes();
+}
+
+void StatsCollector::on_instruction(const models::InstructionRecord& r) {
+  const isa::Instruction& in = program_.stream(r.engine)[r.index];
+  EngineStats& s = engines_[index_of(r.engine)];
+  ++s.instructions;
+  s.active = s.active + (r.end - r.start);
+  s.semaphore_wait = s.semaphore_wait + (r.start - r.ready - r.port_wait);
+  s.port_wait = s.port_wait + r.port_wait;
+  s.flops += models::instruction_flops(in);
+  if (isa::is_dma(in.opcode)) return;  // counted when the transfer completes
+  isa::for_each_operand(in,
+                        [&](const isa::AccessPattern& ap, bool written) { count(ap, written); });
+  // A matmul that accumulates reads PSUM as well as writing it.
+  if (in.opcode == isa::Opcode::matmul && !in.accumulate_start) count(in.dst, false);
+}
+
+void StatsCollector::on_transfer(const models::TransferRecord& r) {
+  const isa::Instruction& in = program_.stream(r.issuer)[r.index];
+  ++transfers_;
+  dma_bytes_ += r.bytes;
+  // A queue completes in order, so its intervals arrive sorted by end.
+  QueueStats& q = queues_[r.core * program_.queues.size() + r.queue];
+  q.bytes += r.bytes;
+  ++q.transfers;
+  const Picoseconds from = max(r.start, q.covered_to);
+  if (r.end > from) q.busy = q.busy + (r.end - from);
+  q.covered_to = max(q.covered_to, r.end);
+  count(in.src[0], false);
+  count(in.dst, true);
+  if (!dma_intervals_.empty() && r.start <= dma_intervals_.back().second) {
+    auto& last = dma_intervals_.back();
+    last.first = std::min(last.first, r.start);
+    last.second = max(last.second, r.end);
+  } else {
+    dma_intervals_.emplace_back(r.start, r.end);
+  }
+}
+
+Picoseconds StatsCollector::dma_active() const {
+  auto v = dma_intervals_;
+  std::sort(v.begin(), v.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+  Picoseconds total;
+  Picoseconds covered_to;
+  for (const auto& [s, e] : v) {
+    const Picoseconds from = max(s, covered_to);
+    if (e > from) total = total + (e - from);
+    covered_to = max(covered_to, e);
+  }
+  return total;
+}
+
+}  // namespace trnsim::sim

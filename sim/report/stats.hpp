@@ -1,0 +1,69 @@
+// Statistics gathered from the event stream as it runs (no event is kept), with the Neuron
+// profiler's metric names where one exists (fact sheet, section 7).
+#pragma once
+
+#include <array>
+#include <nlohmann/json.hpp>
+#include <vector>
+
+#include "config/arch.hpp"
+#include "isa/program.hpp"
+#include "models/records/records.hpp"
+
+namespace trnsim::sim {
+
+struct EngineStats {
+  uint64_t instructions = 0;
+  Picoseconds active;          // instructions running, semaphore waits excluded
+  Picoseconds semaphore_wait;  // ready to issue until the condition was met
+  Picoseconds port_wait;       // waiting for a port shared with another engine
+  uint64_t flops = 0;
+};
+
+// One DMA queue of one core over the run.
+struct QueueStats {
+  uint64_t bytes = 0;
+  uint64_t transfers = 0;
+  Picoseconds busy;  // union of its transfers' [start, end]
+  Picoseconds covered_to;
+};
+
+struct MemoryTraffic {
+  uint64_t read = 0;
+  uint64_t written = 0;
+};
+
+class StatsCollector : public models::EventSink {
+ public:
+  StatsCollector(const isa::Program& program, const config::ArchConfig& arch, uint32_t cores = 1);
+  void on_instruction(const models::InstructionRecord& r) override;
+  void on_transfer(const models::TransferRecord& r) override;
+
+  const EngineStats& engine(Engine e) const { return engines_[index_of(e)]; }
+  uint64_t transfers() const { return transfers_; }
+  uint64_t dma_bytes() const { return dma_bytes_; }
+  Picoseconds dma_active() const;  // union of transfer intervals over every queue
+  const MemoryTraffic& traffic(isa::Memory m) const { return traffic_[static_cast<int>(m)]; }
+  uint32_t cores() const { return cores_; }
+  // Queue q of core c.
+  const QueueStats& queue(uint32_t core, size_t q) const {
+    return queues_[core * program_.queues.size() + q];
+  }
+
+ private:
+  void count(const isa::AccessPattern& ap, bool write);
+
+  const isa::Program& program_;
+  const config::ArchConfig& arch_;
+  uint32_t cores_;
+  std::vector<QueueStats> queues_;
+  std::array<EngineStats, kEngineCount> engines_{};
+  std::array<MemoryTraffic, 3> traffic_{};
+  uint64_t transfers_ = 0;
+  uint64_t dma_bytes_ = 0;
+  // DMA busy time: transfers complete in order per queue, so intervals arrive nearly sorted;
+  // merged on the fly into a running union.
+  std::vector<std::pair<Picoseconds, Picoseconds>> dma_intervals_;
+};
+
+}  // namespace trnsim::sim

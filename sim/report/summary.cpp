@@ -1,0 +1,327 @@
+#include "sim/report/summary.hpp"
+
+#include <fmt/format.h>
+
+#include "config/parameters.hpp"
+
+namespace trnsim::sim {
+
+using nlohmann::json;
+
+namespace {
+
+std::string grouped(uint64_t v) {
+  std::string digits = std::to_string(v);
+  std::string out;
+  for (size_t i = 0; i < digits.size(); ++i) {
+    if (i > 0 && (digits.size() - i) % 3 == 0) out += ',';
+    out += digits[i];
+  }
+  return out;
+}
+
+std::string duration(Picoseconds t) {
+  if (t.value >= 1'000'000'000) return fmt::format("{:.2f} ms", t.value / 1e9);
+  if (t.value >= 1'000'000) return fmt::format("{:.1f} us", t.us());
+  return fmt::format("{:.1f} ns", t.ns());
+}
+
+std::string bytes_text(uint64_t b) {
+  if (b >= (1ULL << 30)) return fmt::format("{:.2f} GiB", b / double(1ULL << 30));
+  if (b >= (1ULL << 20)) return fmt::format("{:.1f} MiB", b / double(1ULL << 20));
+  if (b >= (1ULL << 10)) return fmt::format("{:.1f} KiB", b / double(1ULL << 10));
+  return fmt::format("{} B", b);
+}
+
+double percent(Picoseconds part, Picoseconds whole) {
+  return whole.value > 0 ? 100.0 * static_cast<double>(part.value) / whole.value : 0.0;
+}
+
+double seconds(Picoseconds t) {
+  return static_cast<double>(t.value) * 1e-12;
+}
+
+// Every parameter of the parameter table (isa/parameters.cpp), by its --set name.
+json arch_json(const config::ArchConfig& a) {
+  json parameters = json::object();
+  for (const auto& p : config::parameters()) {
+    const double v = p.get(a);
+    switch (p.kind) {
+      case config::Parameter::Kind::flag:
+        parameters[std::string(p.name)] = v != 0;
+        break;
+      case config::Parameter::Kind::integer:
+        parameters[std::string(p.name)] = static_cast<uint64_t>(v);
+        break;
+      case config::Parameter::Kind::real:
+        parameters[std::string(p.name)] = v;
+        break;
+    }
+  }
+  return {{"name", a.name}, {"parameters", parameters}};
+}
+
+const char* status_name(CheckResult::Status s) {
+  switch (s) {
+    case CheckResult::Status::pass:
+      return "pass";
+    case CheckResult::Status::fail:
+      return "fail";
+    case CheckResult::Status::skipped:
+      return "skipped";
+  }
+  return "?";
+}
+
+// Achieved memory bandwidth against what the hardware allows, in bytes per ns (GB/s).
+struct MemoryFigures {
+  double dma_achieved = 0;  // DMA bytes over the run
+  double hbm_achieved = 0;  // HBM bytes read plus written over the run
+  double dma_peak = 0;      // every simulated core's DMA engines, theoretical
+  double hbm_peak = 0;      // the HBM stacks the simulated cores use
+  double limit = 0;         // what the DMA traffic could reach: min of the two, per DMA byte
+  double percent_of_limit() const { return limit > 0 ? 100.0 * dma_achieved / limit : 0.0; }
+  double percent_of_hbm_peak() const { return hbm_peak > 0 ? 100.0 * hbm_achieved / hbm_peak : 0; }
+};
+
+MemoryFigures memory_figures(const RunReport& r) {
+  const StatsCollector& s = r.stats;
+  MemoryFigures m;
+  const uint64_t hbm_bytes = s.traffic(isa::Memory::hbm).read + s.traffic(isa::Memory::hbm).written;
+  if (r.total.value > 0) {
+    m.dma_achieved = s.dma_bytes() / r.total.ns();
+    m.hbm_achieved = hbm_bytes / r.total.ns();
+  }
+  m.dma_peak = r.arch.dma_peak_bytes_per_ns() * r.result.cores;
+  m.hbm_peak = r.result.hbm_stack_peak_bytes_per_ns * r.result.hbm_stacks;
+  // An HBM->HBM byte costs HBM twice; SBUF->SBUF costs it nothing.
+  m.limit = hbm_bytes > 0 && s.dma_bytes() > 0
+                ? std::min(m.dma_peak, m.hbm_peak * s.dma_bytes() / static_cast<double>(hbm_bytes))
+                : m.dma_peak;
+  return m;
+}
+
+}  // namespace
+
+namespace {
+json memory_model_json(const RunReport& r) {
+  if (!r.result.flow_memory_model) {
+    return {{"name", "detailed"},
+            {"note", "DMA engines move chunks; HBM pieces go through FR-FCFS schedulers"}};
+  }
+  return {{"name", "flow"},
+          {"note",
+           "dma_flow_model=true: transfers share DMA engines and HBM stack peaks as fluid flows "
+           "(max-min fair rates). HBM read/write bytes are counted; row-buffer hits, misses and "
+           "conflicts, column accesses, refresh stalls and read/write turnarounds are not "
+           "modelled, so the hbm_row_* and related summary fields are left out"}};
+}
+}  // namespace
+
+json stats_json(const RunReport& r) {
+  const StatsCollector& s = r.stats;
+  json summary;
+  summary["total_time"] = seconds(r.total);
+  summary["total_time_ps"] = r.total.value;
+  summary["neuroncore_cycle_count"] = to_cycles(r.total, r.arch.base_mhz);
+  uint64_t hardware_flops = s.engine(Engine::tensor).flops;
+  const double peak = r.arch.tensor_peak_flops_bf16() * seconds(r.total);
+  summary["model_flops"] = r.kernel.model_flops;
+  summary["hardware_flops"] = hardware_flops;
+  summary["mfu_estimated_percent"] = peak > 0 ? 100.0 * r.kernel.model_flops / peak : 0.0;
+  summary["hfu_estimated_percent"] = peak > 0 ? 100.0 * hardware_flops / peak : 0.0;
+  const uint64_t hbm_bytes = s.traffic(isa::Memory::hbm).read + s.traffic(isa::Memory::hbm).written;
+  const double hbm_peak = r.arch.hbm_bytes_per_ns * r.total.ns();
+  summary["mbu_estimated_percent"] = hbm_peak > 0 ? 100.0 * hbm_bytes / hbm_peak : 0.0;
+  for (Engine e : kAllEngines) {
+    const EngineStats& es = s.engine(e);
+    const std::string k = fmt::format("{}_engine_", key_of(e));
+    summary[k + "active_time"] = seconds(es.active);
+    summary[k + "active_time_percent"] = percent(es.active, r.total);
+    summary[k + "instruction_count"] = es.instructions;
+    summary[k + "semaphore_wait_time"] = seconds(es.semaphore_wait);
+    summary[k + "port_wait_time"] = seconds(es.port_wait);
+  }
+  summary["dma_transfer_count"] = s.transfers();
+  summary["dma_transfer_bytes"] = s.dma_bytes();
+  summary["dma_transfer_average_bytes"] = s.transfers() ? s.dma_bytes() / s.transfers() : 0;
+  summary["dma_active_time"] = seconds(s.dma_active());
+  summary["dma_active_time_percent"] = percent(s.dma_active(), r.total);
+  summary["dma_achieved_bytes_per_second"] =
+      r.total.value > 0 ? s.dma_bytes() / seconds(r.total) : 0.0;
+  const MemoryFigures mf = memory_figures(r);
+  summary["cores"] = r.result.cores;
+  summary["dma_peak_bytes_per_second"] = mf.dma_peak * 1e9;
+  summary["memory_limit_bytes_per_second"] = mf.limit * 1e9;
+  summary["dma_achieved_percent_of_limit"] = mf.percent_of_limit();
+  summary["hbm_stacks"] = r.result.hbm_stacks;
+  summary["hbm_peak_bytes_per_second"] = mf.hbm_peak * 1e9;
+  summary["hbm_achieved_bytes_per_second"] = mf.hbm_achieved * 1e9;
+  summary["hbm_achieved_percent_of_peak"] = mf.percent_of_hbm_peak();
+  const models::HbmCounters& hc = r.result.hbm;
+  // The flow memory model has no rows, refresh or turnarounds: it leaves those counters out
+  // rather than report zeros (memory_model says so).
+  if (!r.result.flow_memory_model) {
+    summary["hbm_row_buffer_hit_rate"] = hc.row_hit_rate();
+    summary["hbm_column_accesses"] = hc.column_accesses;
+    summary["hbm_row_hits"] = hc.row_hits;
+    summary["hbm_row_misses"] = hc.row_misses;
+    summary["hbm_row_conflicts"] = hc.row_conflicts;
+    summary["hbm_refresh_stalls"] = hc.refresh_stalls;
+    summary["hbm_read_write_turnarounds"] = hc.turnarounds;
+  }
+  const std::pair<const char*, isa::Memory> memories[] = {
+      {"hbm", isa::Memory::hbm}, {"sbuf", isa::Memory::sbuf}, {"psum", isa::Memory::psum}};
+  for (const auto& [name, m] : memories) {
+    summary[fmt::format("{}_read_bytes", name)] = s.traffic(m).read;
+    summary[fmt::format("{}_write_bytes", name)] = s.traffic(m).written;
+  }
+
+  json w = {{"name", r.workload.name},
+            {"kernel", r.workload.kernel},
+            {"variant", r.workload.variant},
+            {"shape", r.workload.shape},
+            {"dtype", std::string(isa::name_of(r.workload.dtype))},
+            {"eps", r.workload.eps},
+            {"seed", r.workload.seed}};
+  const json profile = r.profile.json(r.total);
+  json queues = json::array();
+  for (uint32_t c = 0; c < s.cores(); ++c) {
+    for (size_t q = 0; q < r.kernel.program.queues.size(); ++q) {
+      const QueueStats& qs = s.queue(c, q);
+      queues.push_back({{"core", c},
+                        {"queue", r.kernel.program.queues[q].name},
+                        {"transfers", qs.transfers},
+                        {"bytes", qs.bytes},
+                        {"busy_time", seconds(qs.busy)},
+                        {"busy_time_percent", percent(qs.busy, r.total)}});
+    }
+  }
+  json check = {{"status", status_name(r.check.status)}};
+  if (r.check.status != CheckResult::Status::skipped) {
+    check["max_abs_error"] = r.check.max_abs_error;
+    check["max_rel_error"] = r.check.max_rel_error;
+    check["elements"] = r.check.elements;
+    check["mismatches"] = r.check.mismatches;
+    check["atol"] = r.check.tolerance.atol;
+    check["rtol"] = r.check.tolerance.rtol;
+  }
+  return {{"trnsim_version", "0.1.0"},
+          {"mode", r.timing_only ? "timing-only" : "full"},
+          {"workload", w},
+          {"summary", summary},
+          {"dma_queues", queues},
+          {"kernels", profile["kernels"]},
+          {"host", profile.value("host", json())},
+          {"key_averages", profile.value("key_averages", json::array())},
+          {"choices", r.kernel.choices},
+          {"check", check},
+          {"memory_model", memory_model_json(r)},
+          {"arch", arch_json(r.arch)}};
+}
+
+std::string summary_text(const RunReport& r) {
+  const StatsCollector& s = r.stats;
+  std::string out;
+  out += fmt::format(
+      "trnsim 0.1.0  {}  arch={}  mode={}{}\n", r.workload.name, r.arch.name,
+      r.timing_only ? "timing-only" : "full",
+      r.result.cores > 1 ? fmt::format("  cores={} (engine rows sum them)", r.result.cores) : "");
+  std::string check;
+  switch (r.check.status) {
+    case CheckResult::Status::pass:
+    case CheckResult::Status::fail:
+      check = fmt::format("check: {} (max abs err {:.2e}, max rel err {:.2e}, {}{})",
+                          r.check.status == CheckResult::Status::pass ? "PASS" : "FAIL",
+                          r.check.max_abs_error, r.check.max_rel_error,
+                          isa::name_of(r.kernel.expected.empty() ? r.workload.dtype
+                                                                 : r.kernel.expected.front().dtype),
+                          r.check.mismatches
+                              ? fmt::format(", {} of {} elements off", grouped(r.check.mismatches),
+                                            grouped(r.check.elements))
+                              : "");
+      break;
+    case CheckResult::Status::skipped:
+      check = r.timing_only ? "check: skipped (timing only)" : "check: none (no reference given)";
+  }
+  out += fmt::format("total {}   NeuronCore cycles {} @{:g} GHz   {}\n", duration(r.total),
+                     grouped(to_cycles(r.total, r.arch.base_mhz)), r.arch.base_mhz / 1000.0, check);
+  // The busiest resource is what holds the kernel back.
+  double busiest = percent(s.dma_active(), r.total);
+  int busiest_engine = -1;
+  for (Engine e : kAllEngines) {
+    const double p = percent(s.engine(e).active, r.total);
+    if (p > busiest) {
+      busiest = p;
+      busiest_engine = index_of(e);
+    }
+  }
+  out += fmt::format("{:<9}{:>8}{:>12}{:>9}{:>14}   {}\n", "engine", "instr", "active", "active%",
+                     "sem wait", "note");
+
+  for (Engine e : kAllEngines) {
+    const EngineStats& es = s.engine(e);
+    if (es.instructions == 0) {
+      out += fmt::format("{:<9}{:>8}{:>12}{:>9}{:>14}\n", name_of(e), 0, "-", "-", "-");
+      continue;
+    }
+    out += fmt::format("{:<9}{:>8}{:>12}{:>8.1f}%{:>14}   {}\n", name_of(e),
+                       grouped(es.instructions), duration(es.active), percent(es.active, r.total),
+                       duration(es.semaphore_wait), busiest_engine == index_of(e) ? "busiest" : "");
+  }
+  // Achieved bandwidths in B/ns, which is GB/s.
+  const MemoryFigures mf = memory_figures(r);
+  out += fmt::format("{:<9}{:>8}{:>12}{:>8.1f}%{:>14}   {}\n", "DMA", grouped(s.transfers()),
+                     duration(s.dma_active()), percent(s.dma_active(), r.total), "-",
+                     busiest_engine < 0 ? "busiest" : "");
+  out += fmt::format(
+      "DMA {} moved, avg {} per transfer, {:.0f} GB/s = {:.1f}% of the {:.0f} GB/s limit "
+      "(DMA engines {:.0f}, HBM {:.0f} GB/s)\n",
+      bytes_text(s.dma_bytes()), bytes_text(s.transfers() ? s.dma_bytes() / s.transfers() : 0),
+      mf.dma_achieved, mf.percent_of_limit(), mf.limit, mf.dma_peak, mf.hbm_peak);
+  const models::HbmCounters& hc = r.result.hbm;
+  out += fmt::format(
+      "HBM read {}, written {}, {:.0f} GB/s = {:.1f}% of {} stack{} peak; {}\n",
+      bytes_text(s.traffic(isa::Memory::hbm).read), bytes_text(s.traffic(isa::Memory::hbm).written),
+      mf.hbm_achieved, mf.percent_of_hbm_peak(), r.result.hbm_stacks,
+      r.result.hbm_stacks == 1 ? "'s" : "s'",
+      r.result.flow_memory_model
+          ? std::string("flow memory model (dma_flow_model): row buffers not modelled")
+          : fmt::format("row-buffer hit rate {:.1f}%", 100.0 * hc.row_hit_rate()));
+  // The queues, at most four lines; stats.json has all of them.
+  size_t shown = 0, total_queues = 0;
+  for (uint32_t c = 0; c < s.cores(); ++c) {
+    for (size_t q = 0; q < r.kernel.program.queues.size(); ++q) {
+      const QueueStats& qs = s.queue(c, q);
+      if (qs.transfers == 0) continue;
+      ++total_queues;
+      if (shown == 4) continue;
+      ++shown;
+      out += fmt::format("queue {}{}: {} in {} transfers, busy {} ({:.1f}%)\n",
+                         r.kernel.program.queues[q].name,
+                         s.cores() > 1 ? fmt::format(" core {}", c) : "", bytes_text(qs.bytes),
+                         grouped(qs.transfers), duration(qs.busy), percent(qs.busy, r.total));
+    }
+  }
+  if (total_queues > shown) {
+    out += fmt::format("... {} more queues in stats.json\n", total_queues - shown);
+  }
+  out += r.profile.text(r.total);
+  std::string files = "stats.json,trace.json";
+  if (r.report_html) files += ",report.html";
+  for (const std::string& f : r.npy_files) files += "," + f;
+  out += fmt::format("outputs: {}/{{{}}}\n", r.out_dir, files);
+  // Rows without a note end without trailing blanks.
+  std::string trimmed;
+  size_t from = 0;
+  while (from < out.size()) {
+    const size_t nl = out.find('\n', from);
+    const size_t end = out.find_last_not_of(' ', nl - 1);
+    trimmed.append(out, from, end == std::string::npos || end < from ? 0 : end - from + 1);
+    trimmed += '\n';
+    from = nl + 1;
+  }
+  return trimmed;
+}
+
+}  // namespace trnsim::sim

@@ -1,0 +1,688 @@
+#include "sim/report/trace_writer.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <functional>
+#include <limits>
+#include <nlohmann/json.hpp>
+
+#include "models/neuroncore/cost.hpp"
+#include "sim/report/trace_lanes.hpp"
+
+namespace trnsim::sim {
+
+namespace {
+constexpr size_t kFlushBytes = 1 << 16;
+
+std::string json_string(const std::string& s) {
+  return nlohmann::json(s).dump();
+}
+
+// The event path formats without fmt and without temporaries: the writer runs once per
+// instruction and per transfer.
+template <typename Int>
+void append_int(TraceText& out, Int v) {
+  char* p = out.room(24);
+  out.commit(std::to_chars(p, p + 24, v).ptr);
+}
+
+// `v` with `decimals` digits after the point, as "{:.Nf}" prints it, without a temporary string
+// (a counter sample is written per transfer start and end).
+void append_fixed(TraceText& out, double v, int decimals) {
+  constexpr size_t kRoom = 330;  // DBL_MAX has 309 digits before the point
+  char* p = out.room(kRoom);
+  out.commit(std::to_chars(p, p + kRoom, v, std::chars_format::fixed, decimals).ptr);
+}
+
+// As trace_timestamp(): microseconds with six decimals.
+void append_timestamp(TraceText& out, Picoseconds t) {
+  const int64_t v = t.value;
+  char* p = out.room(32);
+  if (v < 0) *p++ = '-';
+  const int64_t a = std::abs(v);
+  p = std::to_chars(p, p + 24, a / 1000000).ptr;
+  *p = '.';
+  int64_t f = a % 1000000;
+  for (int i = 6; i >= 1; --i, f /= 10) p[i] = static_cast<char>('0' + f % 10);
+  out.commit(p + 7);
+}
+
+// As json_string(): plain printable ASCII is quoted as is, anything else goes through
+// nlohmann::json so that escaping (and its errors) stay the library's.
+void append_json_string(TraceText& out, std::string_view s) {
+  for (const char c : s) {
+    if (c < 0x20 || c > 0x7e || c == '"' || c == '\\') {
+      out += json_string(std::string(s));
+      return;
+    }
+  }
+  char* p = out.room(s.size() + 2);
+  *p++ = '"';
+  std::memcpy(p, s.data(), s.size());
+  p += s.size();
+  *p++ = '"';
+  out.commit(p);
+}
+
+}  // namespace
+
+uint64_t sbuf_bytes_per_partition(const isa::Program& program, size_t kernel) {
+  // Disjoint [begin, end) byte ranges, merged as they are added: tiles reuse a few buffers,
+  // so the set stays small however long the kernel.
+  std::map<int64_t, int64_t> ranges;
+  auto add = [&](const isa::AccessPattern& ap) {
+    if (!ap.present() || ap.memory != isa::Memory::sbuf) return;
+    const auto size = static_cast<int64_t>(isa::size_of(ap.dtype));
+    int64_t begin = static_cast<int64_t>(ap.offset) + ap.min_element_offset() * size;
+    int64_t end = static_cast<int64_t>(ap.offset) + ap.max_element_offset_exclusive() * size;
+    auto it = ranges.upper_bound(begin);
+    if (it != ranges.begin()) {
+      const auto prev = std::prev(it);
+      // Already covered (the common case: tiles reuse their buffers): nothing to merge, and
+      // no erase and insert of the same range.
+      if (prev->second >= end) return;
+      if (prev->second >= begin) it = prev;
+    }
+    while (it != ranges.end() && it->first <= end) {
+      begin = std::min(begin, it->first);
+      end = std::max(end, it->second);
+      it = ranges.erase(it);
+    }
+    ranges.emplace(begin, end);
+  };
+  for (Engine e : kAllEngines) {
+    const auto [first, last] = program.kernel_range(kernel, e);
+    for (uint32_t i = first; i < last; ++i) {
+      isa::for_each_operand(program.stream(e)[i],
+                            [&](const isa::AccessPattern& ap, bool) { add(ap); });
+    }
+  }
+  uint64_t bytes = 0;
+  for (const auto& [begin, end] : ranges) bytes += static_cast<uint64_t>(end - begin);
+  return bytes;
+}
+
+std::string trace_timestamp(Picoseconds t) {
+  TraceText s;
+  append_timestamp(s, t);
+  return std::string(s.view());
+}
+
+std::vector<std::string> TraceWriter::lane_names(const isa::Program& program,
+                                                 const config::ArchConfig& arch) {
+  std::vector<std::string> names;
+  for (const TraceLane& l : trace_lanes(program, arch, 1)) names.push_back(l.name);
+  for (int c = 0; c < kCounters; ++c) names.emplace_back(counter_name(static_cast<Counter>(c)));
+  return names;
+}
+const char* TraceWriter::counter_name(Counter c) {
+  switch (c) {
+    case Counter::pending_dmas:
+      return "pending DMAs";
+    case Counter::dma_throughput:
+      return "DMA throughput";
+    case Counter::hbm_read:
+      return "HBM read bandwidth";
+    case Counter::hbm_write:
+      return "HBM write bandwidth";
+    case Counter::tensor_utilization:
+      return "TensorE utilization";
+    case Counter::sbuf_in_use:
+      return "SBUF in use";
+  }
+  return "";
+}
+
+TraceWriter::TraceWriter(const std::string& path, const isa::Program& program,
+                         const config::ArchConfig& arch, uint32_t cores, TraceFilter filter)
+    : updates_(static_cast<size_t>(cores) * program.semaphores.size()),
+      filter_(std::move(filter)),
+      lanes_(kCounters * static_cast<size_t>(cores)),
+      cores_(cores),
+      file_(path),
+      program_(program),
+      arch_(arch) {
+  // Which lanes the filter keeps, by the names trace_lanes() gives them (the same on every
+  // core, so the host's and core 0's lanes decide).
+  const std::vector<TraceLane> lanes = trace_lanes(program, arch, cores);
+  keep_queue_.resize(program.queues.size());
+  for (const TraceLane& l : lanes) {
+    const bool kept = filter_.keeps_lane(l.name);
+    if (l.pid == kHostPid) {
+      (l.tid == kFrameworkLane ? keep_framework_ : keep_runtime_) = kept;
+    } else if (l.pid == core_pid(0)) {
+      if (l.tid == kKernelLane) {
+        keep_kernels_ = kept;
+      } else if (l.tid >= queue_lane(0)) {
+        keep_queue_[static_cast<size_t>(l.tid - queue_lane(0))] = kept;
+      } else {
+        keep_engine_[static_cast<size_t>(l.tid)] = kept;
+      }
+    }
+  }
+  for (size_t k = 0; k < program.kernel_count(); ++k) {
+    sbuf_kib_.push_back(static_cast<double>(sbuf_bytes_per_partition(program, k)) / 1024.0);
+  }
+  for (size_t l = 0; l < lanes_.size(); ++l) {
+    const auto c = static_cast<Counter>(l % kCounters);
+    lanes_[l].in_order = c == Counter::tensor_utilization || c == Counter::sbuf_in_use;
+    lanes_[l].kept = filter_.keeps_lane(counter_name(c));
+  }
+
+  buffer_ += "{\"displayTimeUnit\":\"ns\",";
+  if (!filter_.keeps_everything()) {
+    buffer_ += R"("otherData":{"trace_filter":)";
+    append_json_string(buffer_, filter_.text);
+    buffer_ += "},";
+  }
+  buffer_ += "\"traceEvents\":[\n";
+  // The lanes as sim/trace_lanes.hpp lists them (the report shows the same): a process name
+  // when its first lane comes (the host's only if one of its lanes is kept), then each kept
+  // lane's name and place (Kernels first in its process).
+  int named_pid = -1;
+  for (const TraceLane& l : lanes) {
+    const bool kept = filter_.keeps_lane(l.name);
+    if (l.pid != named_pid && (l.pid != kHostPid || keep_framework_ || keep_runtime_)) {
+      named_pid = l.pid;
+      event(fmt::format(R"({{"ph":"M","pid":{},"name":"process_name","args":{{"name":{}}}}})",
+                        l.pid, json_string(l.process)));
+    }
+    if (!kept) continue;
+    event(fmt::format(R"({{"ph":"M","pid":{},"tid":{},"name":"thread_name","args":{{"name":{}}}}})",
+                      l.pid, l.tid, json_string(l.name)));
+    event(fmt::format(
+        R"({{"ph":"M","pid":{},"tid":{},"name":"thread_sort_index","args":{{"sort_index":{}}}}})",
+        l.pid, l.tid, l.tid == kKernelLane ? -1 : l.tid));
+  }
+}
+
+TraceWriter::~TraceWriter() {
+  for (auto& l : lanes_) {
+    if (l.spill != nullptr) std::fclose(l.spill);
+  }
+}
+
+void TraceWriter::event(const std::string& json) {
+  start_event() += json;
+  finish_event();
+}
+
+TraceText& TraceWriter::start_event() {
+  ++events_;
+  if (!first_) buffer_ += ",\n";
+  first_ = false;
+  return buffer_;
+}
+
+void TraceWriter::flush_if_full() {
+  if (buffer_.size() < kFlushBytes) return;
+  // Called from the engines' SystemC threads: an exception there would reach the user wrapped
+  // in a SystemC report. A failed write is kept and thrown by close(), after the run.
+  if (write_error_.empty()) {
+    try {
+      file_.write(buffer_.view());
+    } catch (const OutputError& e) {
+      write_error_ = e.what();
+    }
+  }
+  buffer_.clear();
+}
+
+// Operand text repeats: tiles cycle through a few buffers, and a stream of one instruction
+// repeats its patterns. A direct-mapped cache keyed by the pattern's fields turns most of the
+// formatting (AccessPattern::append_to, about 220 machine instructions) into a copy.
+void TraceWriter::append_pattern(TraceText& out, const isa::AccessPattern& ap) {
+  uint64_t h = ap.offset * 0x9E3779B97F4A7C15ull;
+  h ^= (static_cast<uint64_t>(ap.start_partition) << 32 | ap.partitions) * 0xC2B2AE3D27D4EB4Full;
+  h ^= static_cast<uint64_t>(ap.dims[ap.ndims > 0 ? ap.ndims - 1 : 0].count) << 7;
+  h ^= static_cast<uint64_t>(ap.memory) << 3 ^ static_cast<uint64_t>(ap.dtype) << 5;
+  CachedPattern& c = pattern_cache_[(h >> 40) % kPatternCacheSize];
+  if (!c.valid || c.ap != ap) {
+    c.ap = ap;
+    c.size = static_cast<uint16_t>(ap.append_to(c.text.data()) - c.text.data());
+    c.valid = true;
+  }
+  out.append(c.text.data(), c.size);
+}
+
+void TraceWriter::on_instruction(const models::InstructionRecord& r) {
+  const isa::Instruction& in = program_.stream(r.engine)[r.index];
+  const int lane = engine_lane(r.engine);
+  const int kCorePid = core_pid(static_cast<uint32_t>(r.core));
+  const auto core = static_cast<uint32_t>(r.core);
+  if (isa::is_dma(in.opcode)) {
+    add_step(core, Counter::pending_dmas, r.end.value, 1.0);
+    ++in_flight_[r.end.value];  // the transfer's issue time (TransferRecord::issued)
+  }
+  latest_instruction_ = std::max(latest_instruction_, r.end.value);
+  if (r.engine == Engine::tensor && r.end > r.start) {
+    // The FLOP/s the instruction reaches against TensorE's bf16 peak, while it runs.
+    const double peak_per_ns = arch_.tensor_peak_flops_bf16() * 1e-9;
+    const double percent =
+        std::min(100.0, 100.0 * static_cast<double>(models::instruction_flops(in)) /
+                            ((r.end - r.start).ns() * peak_per_ns));
+    add_step(core, Counter::tensor_utilization, r.start.value, percent);
+    add_step(core, Counter::tensor_utilization, r.end.value, -percent);
+    // The next TensorE instruction starts no earlier.
+    this->lane(core, Counter::tensor_utilization).bound = r.end.value;
+  }
+  for (const isa::SemaphoreUpdate& u : in.updates) {
+    note_update(core, u.semaphore,
+                SemaphoreUpdateSite{r.end.value, r.start.value, r.end.value, r.kernel, lane});
+  }
+  const Picoseconds semaphores_met = r.start - r.port_wait;
+  if (semaphores_met > r.ready && r.blocked_on != models::kNoSemaphore) {
+    semaphore_flow(r, semaphores_met.value);
+  }
+  const bool kept = keep_engine_[index_of(r.engine)];
+  auto slice_head = [&](TraceText& out, Picoseconds ts, Picoseconds dur) {
+    out += R"({"ph":"X","pid":)";
+    append_int(out, kCorePid);
+    out += R"(,"tid":)";
+    append_int(out, lane);
+    out += R"(,"ts":)";
+    append_timestamp(out, ts);
+    out += R"(,"dur":)";
+    append_timestamp(out, dur);
+  };
+  if (kept && r.port_wait.value > 0 && filter_.keeps_span(semaphores_met.value, r.start.value)) {
+    TraceText& out = start_event();
+    slice_head(out, semaphores_met, r.port_wait);
+    out +=
+        R"(,"name":"port wait","cat":"port","args":{"why":"a shared SBUF/PSUM port or PSUM bank is in use by another engine"}})";
+    finish_event();
+  }
+  if (kept && semaphores_met > r.ready && r.blocked_on != models::kNoSemaphore &&
+      filter_.keeps_span(r.ready.value, semaphores_met.value)) {
+    int64_t value = 0;
+    for (const auto& w : in.waits) {
+      if (w.semaphore == r.blocked_on) value = w.value;
+    }
+    const std::string& sem = program_.semaphores[r.blocked_on].name;
+    operands_.clear();
+    operands_ += "wait ";
+    operands_ += sem;
+    operands_ += " >= ";
+    append_int(operands_, value);
+    TraceText& out = start_event();
+    slice_head(out, r.ready, semaphores_met - r.ready);
+    out += R"(,"name":)";
+    append_json_string(out, operands_.view());
+    out += R"(,"cat":"semaphore","args":{"semaphore":)";
+    append_json_string(out, sem);
+    out += R"(,"reaches":)";
+    append_int(out, value);
+    out += "}}";
+    finish_event();
+  }
+  if (!kept || !filter_.keeps_span(r.start.value, r.end.value)) {
+    release_if_safe();
+    return;
+  }
+  TraceText& out = start_event();
+  slice_head(out, r.start, r.end - r.start);
+  out += R"(,"name":")";
+  out += isa::profiler_name_of(in.opcode);
+  out += R"(","cat":"instruction","args":{"opcode":")";
+  out += isa::name_of(in.opcode);
+  out += R"(","index":)";
+  append_int(out, r.index);
+  out += R"(,"label":)";
+  append_json_string(out, in.label);
+  // Operand text is plain ASCII without quotes or backslashes: quoted as is.
+  out += R"(,"operands":"dst=)";
+  append_pattern(out, in.dst);
+  for (int i = 0; i < 3; ++i) {
+    if (!in.src[i].present()) continue;
+    out += " src";
+    out += static_cast<char>('0' + i);
+    out += '=';
+    append_pattern(out, in.src[i]);
+  }
+  out += '"';
+  out += R"(,"cycles":)";
+  append_int(out, r.cycles.value);
+  out += R"(,"flops":)";
+  append_int(out, models::instruction_flops(in));
+  if (in.opcode == isa::Opcode::activation) {
+    out += R"(,"function":")";
+    out += isa::name_of(in.function);
+    out += '"';
+  }
+  if (isa::is_dma(in.opcode)) {
+    out += R"(,"queue":)";
+    append_json_string(out, program_.queues[in.dma_queue].name);
+  }
+  out += "}}";
+  finish_event();
+  release_if_safe();
+}
+
+void TraceWriter::on_transfer(const models::TransferRecord& r) {
+  const isa::Instruction& in = program_.stream(r.issuer)[r.index];
+  const int kCorePid = core_pid(static_cast<uint32_t>(r.core));
+  const auto core = static_cast<uint32_t>(r.core);
+  add_step(core, Counter::pending_dmas, r.end.value, -1.0);
+  if (r.end > r.start) {
+    // The transfer's average rate over its lifetime, in bytes per ns (GB/s).
+    const double rate = static_cast<double>(r.bytes) / (r.end - r.start).ns();
+    add_step(core, Counter::dma_throughput, r.start.value, rate);
+    add_step(core, Counter::dma_throughput, r.end.value, -rate);
+  }
+  if (r.end > r.start) {
+    const double rate = static_cast<double>(r.bytes) / (r.end - r.start).ns();
+    if (in.src[0].memory == isa::Memory::hbm) {
+      add_step(core, Counter::hbm_read, r.start.value, rate);
+      add_step(core, Counter::hbm_read, r.end.value, -rate);
+    }
+    if (in.dst.memory == isa::Memory::hbm) {
+      add_step(core, Counter::hbm_write, r.start.value, rate);
+      add_step(core, Counter::hbm_write, r.end.value, -rate);
+    }
+  }
+  const auto it = in_flight_.find(r.issued.value);
+  if (it != in_flight_.end() && --it->second == 0) in_flight_.erase(it);
+  // The queue's semaphore counts completed transfers: this one raised it at r.end.
+  const int tid = queue_lane(r.queue);
+  note_update(core, program_.queues[r.queue].semaphore,
+              SemaphoreUpdateSite{r.end.value, r.start.value, r.end.value, r.kernel, tid});
+  if (!keep_queue_[r.queue] || !filter_.keeps_span(r.start.value, r.end.value)) {
+    release_if_safe();
+    return;
+  }
+  TraceText& out = start_event();
+  out += R"({"ph":"X","pid":)";
+  append_int(out, kCorePid);
+  out += R"(,"tid":)";
+  append_int(out, queue_lane(r.queue));
+  out += R"(,"ts":)";
+  append_timestamp(out, r.start);
+  out += R"(,"dur":)";
+  append_timestamp(out, r.end - r.start);
+  out += R"(,"name":)";
+  if (in.label.empty()) {
+    out += R"("dma_copy")";
+  } else {
+    append_json_string(out, in.label);
+  }
+  out += R"(,"cat":"dma","args":{"bytes":)";
+  append_int(out, r.bytes);
+  out += R"(,"dma_engines":)";
+  append_int(out, r.engines);
+  out += R"(,"descriptors":)";
+  append_int(out, r.descriptors);
+  out += R"(,"issued_by":")";
+  out += name_of(r.issuer);
+  out += R"(","issued_at_us":)";
+  append_timestamp(out, r.issued);
+  out += R"(,"src":")";
+  append_pattern(out, in.src[0]);
+  out += R"(","dst":")";
+  append_pattern(out, in.dst);
+  out += '"';
+  out += "}}";
+  finish_event();
+  release_if_safe();
+}
+
+void TraceWriter::add_step(uint32_t core, Counter counter, int64_t time, double delta) {
+  auto& held = lane(core, counter).held;
+  held.push_back(CounterStep{time, step_seq_++, delta});
+  std::push_heap(held.begin(), held.end(), std::greater<CounterStep>());
+  ++held_steps_;
+}
+
+void TraceWriter::release_if_safe() {
+  int64_t before = latest_instruction_;
+  if (!in_flight_.empty()) before = std::min(before, in_flight_.begin()->first);
+  release_steps(before);
+}
+
+void TraceWriter::release_steps(int64_t before) {
+  if (held_steps_ == 0) return;  // most instructions change no counter
+  for (size_t l = 0; l < lanes_.size(); ++l) {
+    CounterLane& lane = lanes_[l];
+    const int64_t bound =
+        lane.in_order && before != std::numeric_limits<int64_t>::max() ? lane.bound : before;
+    auto& held = lane.held;
+    while (!held.empty() && held.front().time < bound) {
+      std::pop_heap(held.begin(), held.end(), std::greater<CounterStep>());
+      const CounterStep s = held.back();
+      held.pop_back();
+      --held_steps_;
+      lane.value += s.delta;
+      // One sample per distinct time: the value after every change at that time.
+      if (!held.empty() && held.front().time == s.time) continue;
+      if (std::abs(lane.value) < 1e-9) lane.value = 0;  // rates added and removed leave dust
+      write_sample(l, s.time);
+    }
+  }
+}
+
+void TraceWriter::write_sample(size_t l, int64_t time) {
+  CounterLane& lane = lanes_[l];
+  if (!lane.kept || time > filter_.to_ps) return;
+  if (time < filter_.from_ps) {
+    lane.changed_before_window = true;
+    lane.value_at_window_start = lane.value;
+    return;
+  }
+  // The value the counter held when the window opened, if it changed before.
+  if (lane.changed_before_window && time > filter_.from_ps) {
+    append_sample(l, filter_.from_ps, lane.value_at_window_start);
+  }
+  lane.changed_before_window = false;
+  append_sample(l, time, lane.value);
+}
+
+void TraceWriter::append_sample(size_t l, int64_t time, double value) {
+  CounterLane& lane = lanes_[l];
+  const auto c = static_cast<Counter>(l % kCounters);
+  ++events_;
+  TraceText& out = lane.samples;
+  out += R"(,
+{"ph":"C","pid":)";
+  append_int(out, core_pid(static_cast<uint32_t>(l / kCounters)));
+  out += R"(,"ts":)";
+  append_timestamp(out, Picoseconds(time));
+  out += R"(,"name":")";
+  out += std::string_view(counter_name(c));
+  switch (c) {
+    case Counter::pending_dmas:
+      out += R"(","args":{"transfers":)";
+      append_int(out, static_cast<int64_t>(value));
+      break;
+    case Counter::tensor_utilization:
+      out += R"(","args":{"percent":)";
+      append_fixed(out, value, 2);
+      break;
+    case Counter::sbuf_in_use:
+      out += R"(","args":{"KiB per partition":)";
+      append_fixed(out, value, 3);
+      break;
+    default:
+      out += R"(","args":{"GB/s":)";
+      append_fixed(out, value, 3);
+      break;
+  }
+  out += "}}";
+  if (lane.samples.size() >= kFlushBytes) spill(lane);
+}
+
+void TraceWriter::note_update(uint32_t core, uint32_t semaphore, const SemaphoreUpdateSite& site) {
+  SemaphoreUpdates& u = updates_[core * program_.semaphores.size() + semaphore];
+  u.ring[u.next] = site;
+  u.next = (u.next + 1) % kUpdatesKept;
+}
+
+void TraceWriter::semaphore_flow(const models::InstructionRecord& r, int64_t met) {
+  const auto core = static_cast<uint32_t>(r.core);
+  const SemaphoreUpdates& u =
+      updates_[core * program_.semaphores.size() + static_cast<uint32_t>(r.blocked_on)];
+  // The wait was met when the semaphore last changed, at `met`: the latest update at that
+  // time in this kernel (updates of one time are applied in the order they are noted).
+  const SemaphoreUpdateSite* site = nullptr;
+  for (size_t i = 0; i < kUpdatesKept; ++i) {
+    const SemaphoreUpdateSite& s = u.ring[(u.next + kUpdatesKept - 1 - i) % kUpdatesKept];
+    if (s.time == met && s.kernel == r.kernel) {
+      site = &s;
+      break;
+    }
+  }
+  if (site == nullptr) return;  // older than the updates kept: no arrow
+  const bool from_queue = site->tid >= queue_lane(0);
+  const bool from_kept = from_queue ? keep_queue_[static_cast<size_t>(site->tid - queue_lane(0))]
+                                    : keep_engine_[static_cast<size_t>(site->tid)];
+  if (!from_kept || !keep_engine_[index_of(r.engine)] ||
+      !filter_.keeps_span(site->slice_start, site->slice_end) ||
+      !filter_.keeps_span(r.start.value, r.end.value)) {
+    return;
+  }
+  const int pid = core_pid(core);
+  // Each end sits inside its slice, which Perfetto binds the arrow to.
+  flow(pid, site->tid, (site->slice_start + site->slice_end) / 2, pid, engine_lane(r.engine),
+       (r.start.value + r.end.value) / 2, next_flow_id_++, "semaphore");
+}
+
+void TraceWriter::flow(int from_pid, int from_tid, int64_t from_ts, int to_pid, int to_tid,
+                       int64_t to_ts, uint64_t id, const char* name) {
+  for (const bool start : {true, false}) {
+    TraceText& out = start_event();
+    out += std::string_view(start ? R"({"ph":"s","pid":)" : R"({"ph":"f","bp":"e","pid":)");
+    append_int(out, start ? from_pid : to_pid);
+    out += R"(,"tid":)";
+    append_int(out, start ? from_tid : to_tid);
+    out += R"(,"ts":)";
+    append_timestamp(out, Picoseconds(start ? from_ts : to_ts));
+    out += R"(,"id":)";
+    append_int(out, id);
+    out += R"(,"name":")";
+    out += std::string_view(name);
+    out += R"(","cat":")";
+    out += std::string_view(name);
+    out += "\"}";
+    finish_event();
+  }
+}
+
+void TraceWriter::spill(CounterLane& lane) {
+  if (lane.spill == nullptr) lane.spill = std::tmpfile();
+  // No temporary file (no writable tmp directory): the samples stay in memory.
+  if (lane.spill == nullptr) return;
+  if (std::fwrite(lane.samples.view().data(), 1, lane.samples.size(), lane.spill) !=
+          lane.samples.size() &&
+      write_error_.empty()) {
+    write_error_ = "cannot write the trace's counters to a temporary file";
+  }
+  lane.samples.clear();
+}
+
+void TraceWriter::on_kernel(const models::KernelRecord& r) {
+  const int pid = core_pid(static_cast<uint32_t>(r.core));
+  const auto core = static_cast<uint32_t>(r.core);
+  if (r.kernel < sbuf_kib_.size() && sbuf_kib_[r.kernel] > 0) {
+    add_step(core, Counter::sbuf_in_use, r.start.value, sbuf_kib_[r.kernel]);
+    add_step(core, Counter::sbuf_in_use, r.end.value, -sbuf_kib_[r.kernel]);
+    lane(core, Counter::sbuf_in_use).bound = r.end.value;  // the next kernel starts no earlier
+  }
+  const std::string name =
+      program_.kernels.empty() ? program_.name : program_.kernels[r.kernel].name;
+  if (keep_kernels_ && filter_.keeps_span(r.start.value, r.end.value)) {
+    event(fmt::format(
+        R"({{"ph":"X","pid":{},"tid":{},"ts":{},"dur":{},"name":{},"cat":"kernel","args":{{"kernel":{},"launch_arrived_us":{}}}}})",
+        pid, kKernelLane, trace_timestamp(r.start), trace_timestamp(r.end - r.start),
+        json_string(name), r.kernel, trace_timestamp(r.arrived)));
+  }
+  // The launch's flow arrow: from the host's launch call to this kernel's slice.
+  const auto launch = launch_end_.find(r.kernel);
+  if (launch != launch_end_.end()) {
+    const int64_t launched = launch->second;
+    if (keep_kernels_ && keep_runtime_ && filter_.keeps_span(launched, launched) &&
+        filter_.keeps_span(r.start.value, r.end.value)) {
+      flow(kHostPid, kRuntimeLane, launched, pid, kKernelLane, r.start.value,
+           uint64_t{r.kernel} * 64 + core + 1, "launch");
+    }
+  }
+  release_if_safe();
+}
+
+void TraceWriter::on_host(const models::HostRecord& r) {
+  if (r.activity == models::HostActivity::launch) {
+    launch_end_[static_cast<uint32_t>(r.kernel)] = (r.end - Picoseconds(1)).value;
+  }
+  const bool framework = r.lane == models::HostLane::framework;
+  if (!(framework ? keep_framework_ : keep_runtime_) ||
+      !filter_.keeps_span(r.start.value, r.end.value)) {
+    return;
+  }
+  const std::string op = program_.host_ops.empty() ? "" : program_.host_ops[r.op].name;
+  const auto kernel_name = [&] {
+    return program_.kernels.empty() ? program_.name : program_.kernels[r.kernel].name;
+  };
+  std::string name;
+  switch (r.activity) {
+    case models::HostActivity::dispatch:
+      name = op;
+      break;
+    case models::HostActivity::launch:
+      name = "launch " + kernel_name();
+      break;
+    case models::HostActivity::queue_full:
+      name = fmt::format("queue full: {} kernels in flight", arch_.host.max_inflight);
+      break;
+    case models::HostActivity::synchronize:
+      name = "synchronize";
+      break;
+  }
+  const int tid = framework ? kFrameworkLane : kRuntimeLane;
+  event(fmt::format(
+      R"({{"ph":"X","pid":{},"tid":{},"ts":{},"dur":{},"name":{},"cat":"host","args":{{"op":{},"kernel":{}}}}})",
+      kHostPid, tid, trace_timestamp(r.start), trace_timestamp(r.end - r.start), json_string(name),
+      json_string(op), r.kernel));
+}
+
+void TraceWriter::write_counters() {
+  release_steps(std::numeric_limits<int64_t>::max());
+  for (size_t l = 0; l < lanes_.size(); ++l) {
+    // A counter that changed before the window and not within it: its value in the window.
+    if (lanes_[l].kept && lanes_[l].changed_before_window && filter_.from_ps > 0) {
+      append_sample(l, filter_.from_ps, lanes_[l].value_at_window_start);
+    }
+  }
+  for (CounterLane& lane : lanes_) {
+    if (lane.spill != nullptr) {
+      spill(lane);
+      std::rewind(lane.spill);
+      char chunk[1 << 16];
+      size_t n = 0;
+      while ((n = std::fread(chunk, 1, sizeof chunk, lane.spill)) > 0) {
+        buffer_.append(chunk, n);
+        flush_if_full();
+      }
+      if (std::ferror(lane.spill) && write_error_.empty()) {
+        write_error_ = "cannot read the trace's counters back from a temporary file";
+      }
+      std::fclose(lane.spill);
+      lane.spill = nullptr;
+    }
+    buffer_ += lane.samples.view();
+    lane.samples.clear();
+    flush_if_full();
+  }
+}
+
+void TraceWriter::close() {
+  if (!write_error_.empty()) throw OutputError(write_error_);
+  // The samples each start with ",\n": the metadata events always come first.
+  write_counters();
+  if (!write_error_.empty()) throw OutputError(write_error_);
+  buffer_ += "\n]}\n";
+  file_.write(buffer_.view());
+  buffer_.clear();
+  file_.close();
+}
+
+}  // namespace trnsim::sim

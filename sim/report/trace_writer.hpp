@@ -1,0 +1,187 @@
+// trace.json in Chrome trace-event format (what Perfetto and chrome://tracing open), written
+// as a stream while the simulation runs: one slice per instruction and per DMA transfer, a
+// slice per semaphore wait, a lane per engine and per DMA queue and a lane of kernels, one
+// process per NeuronCore, and counters per core: pending DMA transfers, DMA throughput, HBM
+// read and write bandwidth (GB/s), TensorE utilization (% of peak FLOP/s) and SBUF in use (KiB
+// per partition). Flow arrows go from the instruction or transfer that raised a semaphore to
+// the instruction whose wait it released and, with a host model (a Host process with
+// `framework` and `runtime` lanes), from each kernel launch to the kernel on the device.
+// A TraceFilter keeps only some lanes or a time window.
+#pragma once
+
+#include <array>
+#include <cstdio>
+#include <limits>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "config/arch.hpp"
+#include "isa/program.hpp"
+#include "models/records/records.hpp"
+#include "sim/io/output_file.hpp"
+#include "sim/report/trace_filter.hpp"
+#include "sim/report/trace_text.hpp"
+
+namespace trnsim::sim {
+
+class TraceWriter : public models::EventSink {
+ public:
+  TraceWriter(const std::string& path, const isa::Program& program, const config::ArchConfig& arch,
+              uint32_t cores = 1, TraceFilter filter = {});
+  // The names of the lanes and counters a trace of `program` has (what --trace-filter matches).
+  static std::vector<std::string> lane_names(const isa::Program& program,
+                                             const config::ArchConfig& arch);
+  void on_instruction(const models::InstructionRecord& r) override;
+  void on_transfer(const models::TransferRecord& r) override;
+  void on_kernel(const models::KernelRecord& r) override;
+  void on_host(const models::HostRecord& r) override;
+  // Writes the counters, closes the JSON and the file (throws OutputError), then commit()
+  // moves it into place.
+  void close();
+  void commit() { file_.commit(); }
+  // Counter steps held back because an earlier one may still come (for tests: it stays
+  // bounded by the transfers in flight).
+  size_t held_counter_steps() const {
+    size_t n = 0;
+    for (const auto& l : lanes_) n += l.held.size();
+    return n;
+  }
+  // Events written so far (slices, flows, counter samples, metadata), for perf.json.
+  uint64_t events_written() const { return events_; }
+  ~TraceWriter() override;
+  TraceWriter(const TraceWriter&) = delete;
+  TraceWriter& operator=(const TraceWriter&) = delete;
+
+  // Lane (thread id) of an engine and of a DMA queue within the NeuronCore process.
+  static int engine_lane(Engine e) { return index_of(e); }
+  // The process (pid) of a NeuronCore; the host's is kHostPid.
+  static int core_pid(uint32_t core) { return 1 + static_cast<int>(core); }
+  static int queue_lane(uint16_t q) { return 100 + q; }
+  // The kernels lane of a NeuronCore (the profiler's nc_exec_running), and the host's lanes.
+  static constexpr int kKernelLane = 50;
+  static constexpr int kHostPid = 0;
+  static constexpr int kFrameworkLane = 1;
+  static constexpr int kRuntimeLane = 2;
+
+ private:
+  void event(const std::string& json);
+  // Starts an event in buffer_ (the separator); finish_event() flushes when the buffer is full.
+  TraceText& start_event();
+  void finish_event() { flush_if_full(); }
+  void flush_if_full();
+
+  // Counters (pending DMA transfers and DMA throughput per core) are written after the slices,
+  // sorted by core, counter and time, one sample per distinct time. Their steps arrive out of
+  // time order (a transfer's start is known when it completes), so each (core, counter) lane
+  // holds the steps that may still be followed by an earlier one, and turns the rest into
+  // samples as the run goes, into a temporary file. Nothing earlier than the issue of the
+  // oldest transfer in flight, or than the latest instruction, can still arrive: the steps held
+  // are those of the transfers in flight, not of the whole run.
+  enum class Counter : uint8_t {
+    pending_dmas,
+    dma_throughput,
+    hbm_read,
+    hbm_write,
+    tensor_utilization,  // steps in time order: each core's TensorE runs one at a time
+    sbuf_in_use,         // steps in time order: kernels run one after another
+  };
+  static constexpr int kCounters = 6;
+  static const char* counter_name(Counter c);
+  struct CounterStep {
+    int64_t time;
+    uint64_t seq;  // arrival order: steps at one time are added in it
+    double delta;
+    bool operator>(const CounterStep& o) const {
+      return time != o.time ? time > o.time : seq > o.seq;
+    }
+  };
+  struct CounterLane {
+    std::vector<CounterStep> held;  // min-heap by (time, seq)
+    double value = 0;
+    TraceText samples;           // written samples, each ",\n{...}", until spilled
+    std::FILE* spill = nullptr;  // a temporary file (deleted on close), once samples grow
+    // Steps of an in-order counter before `bound` can be released (later ones cannot come
+    // earlier); the other counters use the run-wide bound of release_if_safe().
+    bool in_order = false;
+    int64_t bound = std::numeric_limits<int64_t>::min();
+    bool kept = true;
+    bool changed_before_window = false;  // a sample at the window's start is owed
+    double value_at_window_start = 0;
+  };
+  void add_step(uint32_t core, Counter counter, int64_t time, double delta);
+  // Turns the held steps earlier than `before` into samples.
+  void release_steps(int64_t before);
+  void release_if_safe();
+  void spill(CounterLane& lane);
+  void write_sample(size_t lane_index, int64_t time);
+  void append_sample(size_t lane_index, int64_t time, double value);
+  void write_counters();
+  CounterLane& lane(uint32_t core, Counter c) {
+    return lanes_[core * kCounters + static_cast<int>(c)];
+  }
+
+  // Semaphore flow arrows: the last updates of each (core, semaphore), so that an instruction
+  // that waited can find the update that released it (the one at the time its wait was met).
+  struct SemaphoreUpdateSite {
+    int64_t time = -1;  // when the semaphore changed
+    int64_t slice_start = 0, slice_end = 0;
+    uint32_t kernel = 0;
+    int tid = 0;
+  };
+  static constexpr size_t kUpdatesKept = 16;
+  struct SemaphoreUpdates {
+    std::array<SemaphoreUpdateSite, kUpdatesKept> ring{};
+    size_t next = 0;
+  };
+  void note_update(uint32_t core, uint32_t semaphore, const SemaphoreUpdateSite& site);
+  void semaphore_flow(const models::InstructionRecord& r, int64_t met);
+  void flow(int from_pid, int from_tid, int64_t from_ts, int to_pid, int to_tid, int64_t to_ts,
+            uint64_t id, const char* name);
+  std::vector<SemaphoreUpdates> updates_;  // per core and semaphore
+  uint64_t next_flow_id_ = uint64_t{1} << 32;
+  std::map<uint32_t, int64_t> launch_end_;  // when the host's launch of each kernel ended
+  std::vector<double> sbuf_kib_;            // per kernel: SBUF in use, KiB per partition
+
+  TraceFilter filter_;
+  std::array<bool, kEngineCount> keep_engine_{};
+  std::vector<bool> keep_queue_;
+  bool keep_kernels_ = true, keep_framework_ = true, keep_runtime_ = true;
+  std::vector<CounterLane> lanes_;  // per core, kCounters each
+  uint64_t step_seq_ = 0;
+  size_t held_steps_ = 0;  // over all lanes: release_steps() has nothing to do at 0
+  // Issue times of the DMA transfers not yet completed (count per time), and the end of the
+  // latest instruction: later records cannot bring steps before the smaller of the two.
+  std::map<int64_t, uint32_t> in_flight_;
+  int64_t latest_instruction_ = 0;
+  uint32_t cores_;
+
+  OutputFile file_;
+  const isa::Program& program_;
+  const config::ArchConfig& arch_;
+  TraceText buffer_{2 << 16};  // flushed at 64 KiB
+  TraceText operands_;         // an instruction's operands, before they are quoted
+  // Operand text by pattern (append_pattern): a direct-mapped cache.
+  struct CachedPattern {
+    isa::AccessPattern ap;
+    bool valid = false;
+    uint16_t size = 0;
+    std::array<char, isa::AccessPattern::kMaxTextBytes> text;
+  };
+  static constexpr size_t kPatternCacheSize = 256;
+  std::vector<CachedPattern> pattern_cache_ = std::vector<CachedPattern>(kPatternCacheSize);
+  void append_pattern(TraceText& out, const isa::AccessPattern& ap);
+  std::string write_error_;  // a write that failed during the run, reported by close()
+  bool first_ = true;
+  uint64_t events_ = 0;
+};
+
+// SBUF bytes per partition that kernel `kernel` of `program` uses: the union of the byte
+// ranges its instructions' SBUF operands cover (what its tile buffers occupy; the trace's
+// "SBUF in use" counter while the kernel runs).
+uint64_t sbuf_bytes_per_partition(const isa::Program& program, size_t kernel);
+
+// Picoseconds as the microseconds Chrome traces use, exactly: "12.345678".
+std::string trace_timestamp(Picoseconds t);
+
+}  // namespace trnsim::sim

@@ -1,0 +1,245 @@
+#include "sim/run/check.hpp"
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <cmath>
+#include <iostream>
+
+#include "config/arch_file.hpp"
+#include "sim/io/output_file.hpp"
+#include "sim/run/load.hpp"
+#include "sim/run/run.hpp"
+#include "workloads/workload.hpp"
+
+namespace trnsim::sim {
+
+using nlohmann::json;
+
+std::vector<std::string> default_golden_metrics() {
+  std::vector<std::string> m = {"neuroncore_cycle_count", "total_time_ps"};
+  for (const char* e : {"tensor", "vector", "scalar", "gpsimd", "sync"}) {
+    m.push_back(fmt::format("{}_engine_instruction_count", e));
+    m.push_back(fmt::format("{}_engine_active_time", e));
+  }
+  m.insert(m.end(), {"dma_transfer_count", "dma_transfer_bytes", "dma_active_time"});
+  return m;
+}
+
+namespace {
+
+// A metric's own entry replaces the default entry entirely; missing keys are 0.
+Tolerance tolerance_of(const json& golden, const std::string& metric) {
+  Tolerance t;
+  if (!golden.contains("tolerance") || !golden["tolerance"].is_object()) return t;
+  const json& all = golden["tolerance"];
+  const char* key = all.contains(metric) ? metric.c_str() : "default";
+  if (!all.contains(key) || !all[key].is_object()) return t;
+  const json& x = all[key];
+  if (x.contains("abs") && x["abs"].is_number()) t.abs = x["abs"].get<double>();
+  if (x.contains("rel") && x["rel"].is_number()) t.rel = x["rel"].get<double>();
+  return t;
+}
+
+std::string number(double v) {
+  if (v == std::floor(v) && std::fabs(v) < 1e15) return fmt::format("{}", static_cast<int64_t>(v));
+  return fmt::format("{:.6g}", v);
+}
+
+std::string change_text(double golden, double now) {
+  const double d = now - golden;
+  if (golden == 0) return fmt::format("{:+}", number(d));
+  return fmt::format("{}{} ({:+.2f}%)", d >= 0 ? "+" : "", number(d), 100.0 * d / golden);
+}
+
+// Engine and DMA active times of one run: what a kernel's time is made of.
+std::vector<std::pair<std::string, double>> time_parts(const json& summary) {
+  std::vector<std::pair<std::string, double>> parts;
+  for (const char* e : {"tensor", "vector", "scalar", "gpsimd", "sync"}) {
+    const std::string k = fmt::format("{}_engine_active_time", e);
+    if (summary.contains(k)) parts.emplace_back(k, summary[k].get<double>());
+  }
+  if (summary.contains("dma_active_time")) {
+    parts.emplace_back("dma_active_time", summary["dma_active_time"].get<double>());
+  }
+  return parts;
+}
+
+void validate_golden(const json& g, const std::string& path) {
+  if (!g.is_object()) throw InputError(fmt::format("{}: /: expected a JSON object", path));
+  if (!g.contains("summary") || !g["summary"].is_object()) {
+    throw InputError(fmt::format("{}: /summary: expected an object of metric: value", path));
+  }
+  for (const auto& item : g["summary"].items()) {
+    if (!item.value().is_number()) {
+      throw InputError(fmt::format("{}: /summary/{}: expected a number", path, item.key()));
+    }
+  }
+  for (const char* key : {"workload", "arch"}) {
+    if (g.contains(key) && !g[key].is_string()) {
+      throw InputError(fmt::format("{}: /{}: expected a string", path, key));
+    }
+  }
+  if (g.contains("tolerance")) {
+    if (!g["tolerance"].is_object())
+      throw InputError(fmt::format("{}: /tolerance: expected an object", path));
+    for (const auto& item : g["tolerance"].items()) {
+      const std::string where = fmt::format("{}: /tolerance/{}", path, item.key());
+      if (!item.value().is_object())
+        throw InputError(where + ": expected {\"abs\": x, \"rel\": y}");
+      for (const auto& t : item.value().items()) {
+        if ((t.key() != "abs" && t.key() != "rel") || !t.value().is_number() ||
+            t.value().get<double>() < 0) {
+          throw InputError(
+              fmt::format("{}/{}: expected abs or rel, a non-negative number", where, t.key()));
+        }
+      }
+    }
+  }
+}
+
+}  // namespace
+
+std::vector<MetricDrift> compare_to_golden(const json& golden, const json& stats) {
+  std::vector<MetricDrift> drift;
+  const json& now = stats["summary"];
+  for (const auto& item : golden["summary"].items()) {
+    MetricDrift d;
+    d.metric = item.key();
+    d.golden = item.value().get<double>();
+    d.tolerance = tolerance_of(golden, d.metric);
+    if (!now.contains(d.metric) || !now[d.metric].is_number()) {
+      d.missing = true;
+      drift.push_back(d);
+      continue;
+    }
+    d.now = now[d.metric].get<double>();
+    if (std::fabs(d.now - d.golden) > d.tolerance.abs + d.tolerance.rel * std::fabs(d.golden)) {
+      drift.push_back(d);
+    }
+  }
+  return drift;
+}
+
+int check(const CheckOptions& o) {
+  try {
+    json golden = json::object();
+    const bool exists = !read_input_file_if_exists(o.golden).empty();
+    if (exists) {
+      golden = workloads::parse_json(read_input_file(o.golden), o.golden);
+      validate_golden(golden, o.golden);
+    } else if (!o.update) {
+      throw InputError(fmt::format("{}: cannot be read (use --update to create it)", o.golden));
+    }
+    RunOptions run;
+    run.workload = !o.workload.empty() ? o.workload : golden.value("workload", std::string());
+    if (run.workload.empty()) {
+      throw InputError(
+          fmt::format("{}: /workload: missing; give the workload on the command line", o.golden));
+    }
+    run.arch = !o.arch.empty() ? o.arch : golden.value("arch", std::string());
+    run.sets = o.sets;
+    run.out = o.out;
+    run.timing_only = !o.full;
+    run.report = false;  // a check compares counts; the page would only cost time
+    const RunOutcome r = execute(run);
+    if (r.exit_code == kBadInput) return kBadInput;
+    const json& summary = r.stats["summary"];
+    const std::string name = r.stats["workload"].value("name", std::string("kernel"));
+    const std::string arch_name = r.stats["arch"].value("name", std::string());
+
+    if (o.update) {
+      json updated = golden;
+      updated["workload"] = run.workload;
+      // A preset by name; an arch file by the path it was given as (as the workload is).
+      updated["arch"] =
+          !run.arch.empty() && !config::find_preset_spec(run.arch) ? run.arch : arch_name;
+      std::vector<std::string> metrics;
+      if (exists) {
+        for (const auto& item : golden["summary"].items()) metrics.push_back(item.key());
+      } else {
+        metrics = default_golden_metrics();
+      }
+      json values = json::object();
+      std::string changes;
+      for (const auto& m : metrics) {
+        if (!summary.contains(m)) continue;
+        values[m] = summary[m];
+        if (exists && golden["summary"].contains(m) && golden["summary"][m] != summary[m]) {
+          changes += fmt::format(
+              "  {:<34} {:>16} -> {:<16} {}\n", m, number(golden["summary"][m].get<double>()),
+              number(summary[m].get<double>()),
+              change_text(golden["summary"][m].get<double>(), summary[m].get<double>()));
+        }
+      }
+      updated["summary"] = values;
+      OutputFile f(o.golden);
+      f.write(updated.dump(2) + "\n");
+      f.commit();
+      if (!exists) {
+        std::cout << fmt::format("check: created {} with {} metrics of {} ({})\n", o.golden,
+                                 values.size(), name, arch_name);
+      } else if (changes.empty()) {
+        std::cout << fmt::format("check: {} unchanged\n", o.golden);
+      } else {
+        std::cout << fmt::format("check: updated {}:\n{}", o.golden, changes);
+      }
+      return kSuccess;
+    }
+
+    const std::vector<MetricDrift> drift = compare_to_golden(golden, r.stats);
+    if (drift.empty()) {
+      std::cout << fmt::format("check: PASS {} ({}): {} metrics within tolerance of {}\n", name,
+                               arch_name, golden["summary"].size(), o.golden);
+      return r.exit_code;  // 1 if the functional check (--full) failed
+    }
+    std::string out =
+        fmt::format("check: DRIFT {} ({}): {} of {} metrics moved beyond tolerance of {}\n", name,
+                    arch_name, drift.size(), golden["summary"].size(), o.golden);
+    out += fmt::format("  {:<34} {:>16} {:>16}  {:<26} {}\n", "metric", "golden", "now", "change",
+                       "tolerance");
+    for (const auto& d : drift) {
+      const std::string tol =
+          fmt::format("abs {} + rel {}", number(d.tolerance.abs), number(d.tolerance.rel));
+      if (d.missing) {
+        out += fmt::format("  {:<34} {:>16} {:>16}  {:<26} {}\n", d.metric, number(d.golden),
+                           "(missing)", "-", tol);
+      } else {
+        out += fmt::format("  {:<34} {:>16} {:>16}  {:<26} {}\n", d.metric, number(d.golden),
+                           number(d.now), change_text(d.golden, d.now), tol);
+      }
+    }
+    // Where the time moved: the kernel's engine and DMA active times, largest change first.
+    std::vector<std::tuple<double, std::string, double, double>> moved;
+    for (const auto& [k, now_v] : time_parts(summary)) {
+      if (!golden["summary"].contains(k)) continue;
+      const double g = golden["summary"][k].get<double>();
+      if (now_v != g) moved.emplace_back(std::fabs(now_v - g), k, g, now_v);
+    }
+    std::sort(moved.begin(), moved.end(),
+              [](const auto& a, const auto& b) { return std::get<0>(a) > std::get<0>(b); });
+    if (!moved.empty()) {
+      out += fmt::format("  where the time moved in kernel {}:\n", name);
+      for (const auto& [mag, k, g, now_v] : moved) {
+        (void)mag;
+        out += fmt::format("    {:<32} {:>12.3f} us -> {:>12.3f} us  {:+.3f} us\n", k, g * 1e6,
+                           now_v * 1e6, (now_v - g) * 1e6);
+      }
+    }
+    out += "  (trnsim check --update rewrites the golden file if the change is intended)\n";
+    std::cout << out << std::flush;
+    return kCheckFailed;
+  } catch (const InputError& e) {
+    spdlog::error("{}", e.what());
+  } catch (const workloads::WorkloadError& e) {
+    spdlog::error("{}", e.what());
+  } catch (const OutputError& e) {
+    spdlog::error("{}", e.what());
+  } catch (const std::exception& e) {
+    spdlog::error("{}: {}", o.golden, e.what());
+  }
+  return kBadInput;
+}
+
+}  // namespace trnsim::sim

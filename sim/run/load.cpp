@@ -1,0 +1,110 @@
+#include "sim/run/load.hpp"
+
+#include <fmt/format.h>
+#include <sys/stat.h>
+
+#include "base/names.hpp"
+#include "config/arch_file.hpp"
+#include "config/parameters.hpp"
+#include "isa/text/assembly.hpp"
+#include "workloads/program.hpp"
+
+namespace trnsim::sim {
+
+namespace {
+
+bool ends_with(const std::string& s, const std::string& suffix) {
+  return s.size() >= suffix.size() &&
+         s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+// A JSON document in the program form? (Checked without a full parse when it clearly is not.)
+bool is_program_json(const std::string& text) {
+  return text.find("\"trnsim-program\"") != std::string::npos;
+}
+
+}  // namespace
+
+namespace {
+
+// An --arch value names a file when it has a slash or ends in .json, or when a file of that
+// name exists; otherwise a preset.
+bool names_a_file(const std::string& arch) {
+  struct stat st {};
+  return arch.find('/') != std::string::npos || ends_with(arch, ".json") ||
+         ::stat(arch.c_str(), &st) == 0;
+}
+
+}  // namespace
+
+config::ArchSpec load_arch_spec(const std::string& name, const std::vector<std::string>& sets) {
+  config::ArchSpec spec;
+  if (const config::ArchSpec* p = config::find_preset_spec(name)) {
+    spec = *p;
+  } else if (!name.empty() && names_a_file(name)) {
+    try {
+      spec = config::parse_arch_document(read_input_file(name), name);
+    } catch (const config::ArchFileError& e) {
+      throw InputError(e.what());
+    }
+  } else {
+    const std::string near = base::closest_name(name, config::preset_name_list());
+    throw InputError(fmt::format(
+        "--arch {}: unknown preset; expected one of {}, or an arch JSON file{}", name,
+        config::preset_names(), near.empty() ? "" : fmt::format(" (did you mean {}?)", near)));
+  }
+  for (const auto& s : sets) {
+    try {
+      config::set_parameter(spec, s);
+    } catch (const std::invalid_argument& e) {
+      throw InputError(e.what());
+    }
+  }
+  if (const std::string e = config::arch_consistency_error(spec.config); !e.empty()) {
+    throw InputError(fmt::format("--arch {}{}: {}", name.empty() ? "trn2" : name,
+                                 sets.empty() ? "" : " with --set", e));
+  }
+  return spec;
+}
+
+config::ArchConfig configured_arch(const std::string& name, const std::vector<std::string>& sets) {
+  return load_arch_spec(name, sets).config;
+}
+
+isa::Assembly load_program_file(const std::string& path, const config::ArchConfig& arch) {
+  const std::string text = read_input_file(path);
+  if (ends_with(path, ".tasm")) return isa::parse_assembly(text, path, arch);
+  nlohmann::json doc;
+  try {
+    doc = workloads::parse_json(text, path);
+  } catch (const workloads::WorkloadError& e) {
+    throw isa::AssemblyError(path, 0, 0, e.what());
+  }
+  return isa::from_json(doc, path);
+}
+
+LoadedWorkload load_workload_file(const std::string& path, const std::string& arch_name,
+                                  const std::vector<std::string>& sets, bool functional) {
+  // Overrides are checked before the file is read: a bad --set fails before anything runs.
+  config::ArchConfig arch = configured_arch(arch_name.empty() ? "trn2" : arch_name, sets);
+  const std::string text = read_input_file(path);
+  if (ends_with(path, ".tasm") || is_program_json(text)) {
+    isa::Assembly a;
+    if (ends_with(path, ".tasm")) {
+      a = isa::parse_assembly(text, path, arch);
+      if (arch_name.empty() && !a.arch.empty() && a.arch != arch.name) {
+        arch = configured_arch(a.arch, sets);
+        a = isa::parse_assembly(text, path, arch);
+      }
+    } else {
+      a = isa::from_json(workloads::parse_json(text, path), path);
+      if (arch_name.empty() && !a.arch.empty()) arch = configured_arch(a.arch, sets);
+    }
+    return {workloads::describe_assembly(a), workloads::lower_assembly(a, arch, functional), arch};
+  }
+  workloads::Workload w = workloads::parse_workload(text, path);
+  workloads::LoweredKernel k = workloads::lower(w, arch, functional);
+  return {std::move(w), std::move(k), arch};
+}
+
+}  // namespace trnsim::sim

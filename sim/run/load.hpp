@@ -1,0 +1,39 @@
+// Reading what the user gave trnsim: a workload JSON (kernel form), a program in the JSON
+// program form, or a .tasm assembly file. Only sim/ touches files.
+#pragma once
+
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "config/arch.hpp"
+#include "config/arch_file.hpp"
+#include "isa/text/assembly.hpp"
+#include "sim/io/input_file.hpp"
+#include "workloads/lowering.hpp"
+
+namespace trnsim::sim {
+
+struct LoadedWorkload {
+  workloads::Workload workload;
+  workloads::LoweredKernel kernel;
+  config::ArchConfig arch;
+};
+
+// Loads and lowers `path`. `arch_name` empty means: the file's `.arch`, else trn2. Throws
+// InputError, workloads::WorkloadError or isa::AssemblyError for bad input.
+LoadedWorkload load_workload_file(const std::string& path, const std::string& arch_name,
+                                  const std::vector<std::string>& sets, bool functional);
+
+// The preset `name`, or the arch file `name` (a path: it has a slash, ends in .json or exists;
+// docs/sweeps.md gives the format), with the "name=value" overrides applied, and where each
+// value came from. Throws InputError naming the file, key and expectation, or the nearest
+// preset name.
+config::ArchSpec load_arch_spec(const std::string& name, const std::vector<std::string>& sets);
+// The same, without the sources.
+config::ArchConfig configured_arch(const std::string& name, const std::vector<std::string>& sets);
+
+// An assembly (.tasm) or JSON program file as an Assembly, for asm/disasm.
+isa::Assembly load_program_file(const std::string& path, const config::ArchConfig& arch);
+
+}  // namespace trnsim::sim

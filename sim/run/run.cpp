@@ -1,0 +1,262 @@
+#include "sim/run/run.hpp"
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include <sys/resource.h>
+
+#include <chrono>
+#include <iostream>
+
+#include "compiler/deadlock.hpp"
+#include "compiler/synchronize.hpp"
+#include "isa/text/assembly.hpp"
+#include "isa/validate.hpp"
+#include "models/chip/simulate.hpp"
+#include "sim/io/output_file.hpp"
+#include "sim/report/explain.hpp"
+#include "sim/report/profile.hpp"
+#include "sim/report/report_html.hpp"
+#include "sim/report/stats.hpp"
+#include "sim/report/summary.hpp"
+#include "sim/report/trace_writer.hpp"
+#include "sim/run/load.hpp"
+#include "workloads/graph/npy.hpp"
+#include "workloads/lowering.hpp"
+
+namespace trnsim::sim {
+
+namespace {
+
+// Forwards every record to the statistics, the profile and the trace.
+class Fanout : public models::EventSink {
+ public:
+  explicit Fanout(std::vector<models::EventSink*> sinks) : sinks_(std::move(sinks)) {}
+  void on_instruction(const models::InstructionRecord& r) override {
+    for (auto* s : sinks_) s->on_instruction(r);
+  }
+  void on_transfer(const models::TransferRecord& r) override {
+    for (auto* s : sinks_) s->on_transfer(r);
+  }
+  void on_kernel(const models::KernelRecord& r) override {
+    for (auto* s : sinks_) s->on_kernel(r);
+  }
+  void on_host(const models::HostRecord& r) override {
+    for (auto* s : sinks_) s->on_host(r);
+  }
+
+ private:
+  std::vector<models::EventSink*> sinks_;
+};
+
+// A multi-line report (one line per blocked engine) as one line, for the one-line error.
+std::string one_line(std::string s) {
+  while (!s.empty() && (s.back() == '\n' || s.back() == ' ')) s.pop_back();
+  std::string out;
+  for (size_t i = 0; i < s.size(); ++i) {
+    if (s[i] != '\n') {
+      out += s[i];
+      continue;
+    }
+    out += " | ";
+    while (i + 1 < s.size() && s[i + 1] == ' ') ++i;
+  }
+  size_t start = out.find_first_not_of(' ');
+  return start == std::string::npos ? out : out.substr(start);
+}
+
+}  // namespace
+
+int run(const RunOptions& o) {
+  const RunOutcome r = execute(o);
+  if (r.exit_code != kBadInput) std::cout << r.summary << std::flush;
+  return r.exit_code;
+}
+
+namespace {
+
+// The simulator's own cost, for bench/: wall seconds since `from`, and the peak resident set.
+double seconds_since(std::chrono::steady_clock::time_point from) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - from).count();
+}
+// CPU time (user + system) of this process: on a shared machine, what the run itself used.
+double cpu_seconds() {
+  rusage u{};
+  getrusage(RUSAGE_SELF, &u);
+  return static_cast<double>(u.ru_utime.tv_sec + u.ru_stime.tv_sec) +
+         1e-6 * static_cast<double>(u.ru_utime.tv_usec + u.ru_stime.tv_usec);
+}
+uint64_t peak_rss_bytes() {
+  rusage u{};
+  getrusage(RUSAGE_SELF, &u);
+  return static_cast<uint64_t>(u.ru_maxrss) * 1024;  // Linux reports KiB
+}
+
+// Counts what the simulation processed: records of instructions, transfers and kernels.
+class EventCounter : public models::EventSink {
+ public:
+  void on_instruction(const models::InstructionRecord&) override { ++instructions; }
+  void on_transfer(const models::TransferRecord&) override { ++transfers; }
+  void on_kernel(const models::KernelRecord&) override { ++other; }
+  void on_host(const models::HostRecord&) override { ++other; }
+  uint64_t instructions = 0, transfers = 0, other = 0;
+};
+
+}  // namespace
+
+RunOutcome execute(const RunOptions& o) {
+  RunOutcome out;
+  out.exit_code = kBadInput;
+  const auto t0 = std::chrono::steady_clock::now();
+  const double cpu0 = cpu_seconds();
+  try {
+    const TraceFilter trace_filter = parse_trace_filter(o.trace_filter);
+    const LoadedWorkload in = load_workload_file(o.workload, o.arch, o.sets, !o.timing_only);
+    const workloads::Workload& w = in.workload;
+    const workloads::LoweredKernel& k = in.kernel;
+    const config::ArchConfig& arch = in.arch;
+    const double load_seconds = seconds_since(t0);
+    const double load_cpu = cpu_seconds() - cpu0;
+    try {
+      isa::validate(k.program, arch);
+    } catch (const isa::ValidationError& e) {
+      spdlog::error("{}: the program is invalid: {}", o.workload, e.what());
+      return out;
+    }
+    const std::string deadlock = compiler::find_deadlock(k.program, arch);
+    if (!deadlock.empty()) {
+      spdlog::error("{}: the program can deadlock; it would stop with: {}", o.workload,
+                    one_line(deadlock));
+      return out;
+    }
+
+    check_trace_filter(trace_filter, TraceWriter::lane_names(k.program, arch));
+
+    // One functional state per core: each core runs the kernel on its own tensors.
+    std::vector<std::unique_ptr<isa::MemoryImage>> memories;
+    std::vector<isa::MemoryImage*> memory_ptrs;
+    for (uint32_t c = 0; c < w.cores; ++c) {
+      if (!o.timing_only) {
+        memories.push_back(std::make_unique<isa::MemoryImage>(arch, k.program.dram_bytes()));
+        workloads::load_inputs(k, *memories.back());
+      }
+      memory_ptrs.push_back(o.timing_only ? nullptr : memories.back().get());
+    }
+
+    make_output_directory(o.out);
+    StatsCollector stats(k.program, arch, w.cores);
+    TraceWriter trace(o.out + "/trace.json", k.program, arch, w.cores, trace_filter);
+    ProfileCollector profile(k.program, arch);
+    EventCounter counter;
+    std::vector<models::EventSink*> sinks = {&stats, &profile, &trace, &counter};
+    // The report keeps a compact record per slice in a temporary file until the run ends.
+    std::unique_ptr<ReportWriter> report_page;
+    if (o.report) {
+      report_page =
+          std::make_unique<ReportWriter>(o.out + "/report.html", k.program, arch, w.cores);
+      sinks.push_back(report_page.get());
+    }
+    Fanout sink(sinks);
+    const auto t_sim = std::chrono::steady_clock::now();
+    const double cpu_sim = cpu_seconds();
+    const models::SimulationResult result = models::simulate(k.program, arch, memory_ptrs, sink);
+    const double sim_seconds = seconds_since(t_sim);
+    const double sim_cpu = cpu_seconds() - cpu_sim;
+    const double before_sim_seconds = std::chrono::duration<double>(t_sim - t0).count();
+    if (!result.completed) {
+      spdlog::error("{}: the program deadlocked at {:.3f} us; engines still waiting: {}",
+                    o.workload, result.end_time.us(), one_line(result.deadlock));
+      return out;
+    }
+
+    RunReport report{w,  arch,  k,  stats,   profile, result, result.end_time, o.timing_only,
+                     {}, o.out, {}, o.report};
+    for (size_t c = 0; c < memories.size() && !k.expected.empty(); ++c) {
+      // The worst core's result stands for the run: a failure, else the largest error.
+      const workloads::CheckResult r = workloads::check_outputs(k, *memories[c]);
+      const bool worse = r.status == workloads::CheckResult::Status::fail
+                             ? report.check.status != workloads::CheckResult::Status::fail ||
+                                   r.max_abs_error > report.check.max_abs_error
+                             : report.check.status != workloads::CheckResult::Status::fail &&
+                                   r.max_abs_error >= report.check.max_abs_error;
+      if (c == 0 || worse) report.check = r;
+    }
+    OutputFile stats_file(o.out + "/stats.json");
+    out.stats = stats_json(report);
+    stats_file.write(out.stats.dump(2) + "\n");
+    // Graph outputs as .npy, from core 0's HBM (functional runs).
+    std::vector<std::unique_ptr<OutputFile>> arrays;
+    if (k.write_npy && !memories.empty()) {
+      for (const workloads::HostTensor& t : k.expected) {
+        arrays.push_back(std::make_unique<OutputFile>(o.out + "/" + t.name + ".npy"));
+        arrays.back()->write(
+            workloads::npy_bytes(t.shape, workloads::read_tensor(k, *memories[0], t.name)));
+        report.npy_files.push_back(t.name + ".npy");
+      }
+    }
+    trace.close();  // writes the last counter samples (perf.json counts them)
+    std::unique_ptr<OutputFile> perf;
+    if (o.perf) {
+      perf = std::make_unique<OutputFile>(o.out + "/perf.json");
+      const uint64_t events = counter.instructions + counter.transfers + counter.other;
+      const nlohmann::json p = {
+          {"workload", w.name},
+          {"mode", o.timing_only ? "timing-only" : "full"},
+          {"simulated_instructions", counter.instructions},
+          {"simulated_transfers", counter.transfers},
+          {"events", events},
+          {"memory_system_events", result.memory_system_events},
+          {"trace_events", trace.events_written()},
+          {"simulated_time_ns", result.end_time.ns()},
+          {"wall_seconds_load_and_lower", load_seconds},
+          // validate, deadlock search, functional memory and inputs, opening the outputs
+          {"wall_seconds_prepare", before_sim_seconds - load_seconds},
+          {"wall_seconds_simulate", sim_seconds},
+          {"wall_seconds_total", seconds_since(t0)},
+          {"cpu_seconds_load_and_lower", load_cpu},
+          {"cpu_seconds_simulate", sim_cpu},
+          {"cpu_seconds_total", cpu_seconds() - cpu0},
+          {"instructions_per_second", sim_seconds > 0 ? counter.instructions / sim_seconds : 0.0},
+          {"events_per_second", sim_seconds > 0 ? events / sim_seconds : 0.0},
+          {"simulated_ns_per_second", sim_seconds > 0 ? result.end_time.ns() / sim_seconds : 0.0},
+          {"instructions_per_cpu_second", sim_cpu > 0 ? counter.instructions / sim_cpu : 0.0},
+          {"peak_rss_bytes", peak_rss_bytes()}};
+      perf->write(p.dump(2) + "\n");
+      perf->close();
+    }
+    // All complete on disk before any takes its name: a full disk leaves none.
+    stats_file.close();
+    for (auto& a : arrays) a->close();
+    if (report_page) report_page->close(out.stats, o.out);
+    trace.commit();
+    stats_file.commit();
+    for (auto& a : arrays) a->commit();
+    if (report_page) report_page->commit();
+    if (perf) perf->commit();
+    out.summary = summary_text(report);
+    const std::vector<Finding> findings = diagnose(out.stats);
+    if (!findings.empty()) {
+      out.summary += fmt::format("diagnosis (trnsim explain {} for the critical path):\n{}", o.out,
+                                 findings_text(findings, 2));
+    }
+    out.exit_code =
+        report.check.status == workloads::CheckResult::Status::fail ? kCheckFailed : kSuccess;
+    return out;
+  } catch (const workloads::WorkloadError& e) {
+    spdlog::error("{}", e.what());
+  } catch (const isa::AssemblyError& e) {
+    spdlog::error("{}", e.what());
+  } catch (const InputError& e) {
+    spdlog::error("{}", e.what());
+  } catch (const OutputError& e) {
+    spdlog::error("{}", e.what());
+  } catch (const std::bad_alloc&) {
+    spdlog::error("{}: out of host memory{}", o.workload,
+                  o.timing_only ? "" : "; try --timing-only, which keeps no tensor data");
+  } catch (const std::exception& e) {
+    spdlog::error("{}: {}", o.workload, e.what());
+  }
+  return out;
+}
+
+}  // namespace trnsim::sim

@@ -1,0 +1,682 @@
+#include "workloads/graph/graph.hpp"
+
+#include <fmt/format.h>
+
+#include <Eigen/Dense>
+#include <algorithm>
+#include <cmath>
+#include <map>
+
+#include "base/names.hpp"
+#include "workloads/workload.hpp"
+
+namespace trnsim::workloads {
+
+using nlohmann::json;
+
+namespace {
+
+struct OpInfo {
+  const char* name;
+  OpKind kind;
+  int tensors;   // tensor arguments (binary ops: 2 operands, either may be a number)
+  int optional;  // further optional tensor arguments (norm weights and biases)
+  std::vector<std::string> attrs;
+};
+
+const std::vector<OpInfo>& op_table() {
+  static const std::vector<OpInfo> t = {
+      {"exp", OpKind::unary, 1, 0, {}},
+      {"log", OpKind::unary, 1, 0, {}},
+      {"sqrt", OpKind::unary, 1, 0, {}},
+      {"rsqrt", OpKind::unary, 1, 0, {}},
+      {"reciprocal", OpKind::unary, 1, 0, {}},
+      {"neg", OpKind::unary, 1, 0, {}},
+      {"abs", OpKind::unary, 1, 0, {}},
+      {"tanh", OpKind::unary, 1, 0, {}},
+      {"sigmoid", OpKind::unary, 1, 0, {}},
+      {"relu", OpKind::unary, 1, 0, {}},
+      {"gelu", OpKind::unary, 1, 0, {"approximate"}},
+      {"silu", OpKind::unary, 1, 0, {}},
+      {"add", OpKind::binary, 2, 0, {}},
+      {"sub", OpKind::binary, 2, 0, {}},
+      {"mul", OpKind::binary, 2, 0, {}},
+      {"div", OpKind::binary, 2, 0, {}},
+      {"pow", OpKind::binary, 2, 0, {}},
+      {"maximum", OpKind::binary, 2, 0, {}},
+      {"minimum", OpKind::binary, 2, 0, {}},
+      {"sum", OpKind::reduction, 1, 0, {"dim", "keepdim"}},
+      {"mean", OpKind::reduction, 1, 0, {"dim", "keepdim"}},
+      {"max", OpKind::reduction, 1, 0, {"dim", "keepdim"}},
+      {"matmul", OpKind::kernel, 2, 0, {"strategy"}},
+      {"transpose", OpKind::kernel, 1, 0, {"dim0", "dim1"}},
+      {"softmax", OpKind::kernel, 1, 0, {"dim"}},
+      {"rms_norm", OpKind::kernel, 1, 1, {"eps", "normalized_shape"}},
+      {"layer_norm", OpKind::kernel, 1, 2, {"eps", "normalized_shape"}},
+  };
+  return t;
+}
+
+const OpInfo* find_op(const std::string& name) {
+  for (const auto& o : op_table()) {
+    if (name == o.name) return &o;
+  }
+  return nullptr;
+}
+
+std::string shape_text(const std::vector<int64_t>& s) {
+  return fmt::format("[{}]", fmt::join(s, ", "));
+}
+
+// NumPy broadcasting of two shapes; false when they do not broadcast.
+bool broadcast(const std::vector<int64_t>& a, const std::vector<int64_t>& b,
+               std::vector<int64_t>& out) {
+  const size_t n = std::max(a.size(), b.size());
+  out.assign(n, 1);
+  for (size_t i = 0; i < n; ++i) {
+    const int64_t da = i < n - a.size() ? 1 : a[i - (n - a.size())];
+    const int64_t db = i < n - b.size() ? 1 : b[i - (n - b.size())];
+    if (da != db && da != 1 && db != 1) return false;
+    out[i] = std::max(da, db);
+  }
+  return true;
+}
+
+struct Parser {
+  const std::string& file;
+  Graph g;
+  std::map<std::string, const GraphTensor*> tensors;  // rebuilt as ops are added
+  isa::DType default_dtype = isa::DType::bf16;
+
+  [[noreturn]] void fail(const std::string& where, const std::string& what) const {
+    throw WorkloadError(file, where, what);
+  }
+
+  std::vector<int64_t> shape(const json& v, const std::string& where) const {
+    if (!v.is_array() || v.empty() || v.size() > 4) {
+      fail(where, fmt::format("expected an array of 1 to 4 positive integers, got {}", v.dump()));
+    }
+    std::vector<int64_t> s;
+    uint64_t total = 1;
+    for (size_t i = 0; i < v.size(); ++i) {
+      if (!v[i].is_number_integer() || v[i].get<int64_t>() <= 0 ||
+          v[i].get<int64_t>() > (int64_t{1} << 32)) {
+        fail(fmt::format("{}/{}", where, i),
+             fmt::format("expected a positive integer up to 2^32, got {}", v[i].dump()));
+      }
+      s.push_back(v[i].get<int64_t>());
+      if (__builtin_mul_overflow(total, static_cast<uint64_t>(s.back()), &total) ||
+          total > (uint64_t{1} << 40)) {
+        fail(where, fmt::format("{} elements is more than any HBM holds", v.dump()));
+      }
+    }
+    return s;
+  }
+
+  isa::DType dtype(const json& v, const std::string& where) const {
+    const auto t = v.is_string() ? isa::parse_dtype(v.get<std::string>()) : std::nullopt;
+    if (!t || isa::is_integer(*t)) {
+      fail(where, fmt::format("expected a floating-point dtype (fp32, bf16, fp16, fp8_e4m3, "
+                              "fp8_e5m2), got {}",
+                              v.dump()));
+    }
+    return *t;
+  }
+
+  void check_keys(const json& obj, const std::string& where, const std::vector<std::string>& keys,
+                  const std::string& what) const {
+    for (const auto& item : obj.items()) {
+      if (std::find(keys.begin(), keys.end(), item.key()) != keys.end()) continue;
+      const std::string near = base::closest_name(item.key(), keys);
+      fail(where + "/" + item.key(),
+           fmt::format("unknown key for {}; expected one of: {}{}", what, fmt::join(keys, ", "),
+                       near.empty() ? "" : fmt::format(" (did you mean \"{}\"?)", near)));
+    }
+  }
+
+  void check_name(const json& v, const std::string& where) const {
+    if (!v.is_string() || v.get<std::string>().empty() || v.get<std::string>().size() > 64) {
+      fail(where, fmt::format("expected a tensor name (a string of 1 to 64 characters), got {}",
+                              v.dump()));
+    }
+    for (char c : v.get<std::string>()) {
+      if (!std::isalnum(static_cast<unsigned char>(c)) && c != '_' && c != '.' && c != '-') {
+        fail(where,
+             fmt::format("tensor names use letters, digits, '_', '.' and '-'; got {}", v.dump()));
+      }
+    }
+  }
+
+  void add_tensor(const GraphTensor& t, const std::string& where) {
+    if (tensors.count(t.name)) {
+      fail(where,
+           fmt::format("tensor \"{}\" is already defined; every tensor has one producer", t.name));
+    }
+    tensors[t.name] = nullptr;
+  }
+
+  void parse_input(const std::string& name, const json& v, const std::string& where,
+                   const std::string& dir) {
+    if (!v.is_object()) fail(where, fmt::format("expected an object, got {}", v.type_name()));
+    check_keys(v, where, {"shape", "dtype", "init", "npy", "mean", "std", "low", "high"},
+               "an input");
+    GraphInput in;
+    in.tensor.name = name;
+    if (!v.contains("shape")) fail(where + "/shape", "missing; expected the tensor's shape");
+    in.tensor.shape = shape(v["shape"], where + "/shape");
+    in.tensor.dtype = v.contains("dtype") ? dtype(v["dtype"], where + "/dtype") : default_dtype;
+    const std::vector<std::string> inits = {"normal", "uniform", "ones", "zeros", "arange", "npy"};
+    std::string init = v.contains("npy") ? "npy" : "normal";
+    if (v.contains("init")) {
+      const json& i = v["init"];
+      if (!i.is_string() ||
+          std::find(inits.begin(), inits.end(), i.get<std::string>()) == inits.end()) {
+        fail(where + "/init",
+             fmt::format("expected one of: {}; got {}", fmt::join(inits, ", "), i.dump()));
+      }
+      init = i.get<std::string>();
+    }
+    auto number = [&](const char* key, double dflt) {
+      if (!v.contains(key)) return dflt;
+      if (!v[key].is_number() || !std::isfinite(v[key].get<double>())) {
+        fail(where + "/" + key, fmt::format("expected a finite number, got {}", v[key].dump()));
+      }
+      return v[key].get<double>();
+    };
+    if (init == "normal") {
+      in.init.kind = GraphInit::Kind::normal;
+      in.init.a = number("mean", 0.0);
+      in.init.b = number("std", 1.0);
+    } else if (init == "uniform") {
+      in.init.kind = GraphInit::Kind::uniform;
+      in.init.a = number("low", 0.0);
+      in.init.b = number("high", 1.0);
+    } else if (init == "ones") {
+      in.init.kind = GraphInit::Kind::ones;
+    } else if (init == "zeros") {
+      in.init.kind = GraphInit::Kind::zeros;
+    } else if (init == "arange") {
+      in.init.kind = GraphInit::Kind::arange;
+    } else {
+      in.init.kind = GraphInit::Kind::npy;
+      if (!v.contains("npy") || !v["npy"].is_string()) {
+        fail(where + "/npy", "expected the path of a .npy file (relative to the workload file)");
+      }
+      const std::string p = v["npy"].get<std::string>();
+      in.init.path = !p.empty() && p[0] == '/' ? p : dir + p;
+    }
+    add_tensor(in.tensor, where);
+    g.inputs.push_back(std::move(in));
+  }
+
+  const GraphTensor& tensor(const std::string& name, const std::string& where) const {
+    const GraphTensor* t = g.find(name);
+    if (t == nullptr) {
+      std::vector<std::string> known;
+      for (const auto& [n, p] : tensors) known.push_back(n);
+      const std::string near = base::closest_name(name, known);
+      fail(where, fmt::format("no tensor \"{}\" is defined before this op{}", name,
+                              near.empty() ? "" : fmt::format(" (did you mean \"{}\"?)", near)));
+    }
+    return *t;
+  }
+
+  int last_dim_attr(const json& op, const std::string& where, const GraphTensor& x,
+                    const char* key) const {
+    if (!op.contains(key)) return -1;
+    const json& d = op[key];
+    const int64_t rank = static_cast<int64_t>(x.shape.size());
+    if (!d.is_number_integer() || (d.get<int64_t>() != -1 && d.get<int64_t>() != rank - 1)) {
+      fail(where + "/" + key,
+           fmt::format("only the last dimension is supported ({} or -1 for a tensor of rank {}), "
+                       "got {}",
+                       rank - 1, rank, d.dump()));
+    }
+    return -1;
+  }
+
+  void parse_op(const json& v, size_t index) {
+    const std::string where = fmt::format("/ops/{}", index);
+    if (!v.is_object()) fail(where, fmt::format("expected an object, got {}", v.type_name()));
+    if (!v.contains("op") || !v["op"].is_string()) {
+      fail(where + "/op", fmt::format("missing or not a string; expected one of: {}",
+                                      fmt::join(graph_op_names(), ", ")));
+    }
+    GraphOp op;
+    op.op = v["op"].get<std::string>();
+    op.where = where;
+    const OpInfo* info = find_op(op.op);
+    if (info == nullptr) {
+      const std::string near = base::closest_name(op.op, graph_op_names());
+      fail(where + "/op",
+           fmt::format("unknown op \"{}\"; expected one of: {}{}", op.op,
+                       fmt::join(graph_op_names(), ", "),
+                       near.empty() ? "" : fmt::format(" (did you mean \"{}\"?)", near)));
+    }
+    op.kind = info->kind;
+    std::vector<std::string> keys = {"op", "args", "out", "dtype"};
+    keys.insert(keys.end(), info->attrs.begin(), info->attrs.end());
+    check_keys(v, where, keys, "op " + op.op);
+    if (!v.contains("args") || !v["args"].is_array()) {
+      fail(where + "/args", "missing; expected an array of tensor names and numbers");
+    }
+    const json& args = v["args"];
+    const size_t lo = info->tensors, hi = info->tensors + info->optional;
+    if (args.size() < lo || args.size() > hi) {
+      fail(where + "/args",
+           fmt::format("{} takes {} arguments, got {}", op.op,
+                       lo == hi ? fmt::format("{}", lo) : fmt::format("{} to {}", lo, hi),
+                       args.size()));
+    }
+    for (size_t i = 0; i < args.size(); ++i) {
+      const std::string at = fmt::format("{}/args/{}", where, i);
+      GraphArg a;
+      if (args[i].is_number() && info->kind == OpKind::binary) {
+        a.number = args[i].get<double>();
+        if (!std::isfinite(a.number)) fail(at, "expected a finite number");
+      } else if (args[i].is_string()) {
+        a.tensor = args[i].get<std::string>();
+        tensor(a.tensor, at);
+      } else {
+        fail(at, fmt::format("expected a tensor name{}, got {}",
+                             info->kind == OpKind::binary ? " or a number" : "", args[i].dump()));
+      }
+      op.args.push_back(a);
+    }
+    if (info->kind == OpKind::binary && !op.args[0].is_tensor() && !op.args[1].is_tensor()) {
+      fail(where + "/args", "at least one argument must be a tensor");
+    }
+    if (op.op == "pow" && op.args[1].is_tensor()) {
+      fail(where + "/args/1", "pow takes a number as its exponent");
+    }
+    if (!v.contains("out")) fail(where + "/out", "missing; expected the output tensor's name");
+    check_name(v["out"], where + "/out");
+    op.out.name = v["out"].get<std::string>();
+
+    // Shapes and attributes.
+    const GraphTensor& x =
+        tensor(op.args[0].is_tensor() ? op.args[0].tensor : op.args[1].tensor, where + "/args");
+    op.out.dtype = v.contains("dtype") ? dtype(v["dtype"], where + "/dtype") : x.dtype;
+    switch (info->kind) {
+      case OpKind::unary:
+        op.out.shape = x.shape;
+        if (v.contains("approximate")) {
+          const json& a = v["approximate"];
+          if (!a.is_string() || (a != "none" && a != "tanh")) {
+            fail(where + "/approximate",
+                 fmt::format("expected \"none\" or \"tanh\", got {}", a.dump()));
+          }
+          op.approximate = a.get<std::string>();
+        }
+        break;
+      case OpKind::binary: {
+        std::vector<int64_t> a =
+            op.args[0].is_tensor() ? tensor(op.args[0].tensor, "").shape : std::vector<int64_t>{1};
+        std::vector<int64_t> b =
+            op.args[1].is_tensor() ? tensor(op.args[1].tensor, "").shape : std::vector<int64_t>{1};
+        if (!broadcast(a, b, op.out.shape)) {
+          fail(where + "/args",
+               fmt::format("shapes {} and {} do not broadcast", shape_text(a), shape_text(b)));
+        }
+        break;
+      }
+      case OpKind::reduction:
+        if (!v.contains("dim")) {
+          fail(where + "/dim", "missing; expected -1 (reductions run along the last dimension)");
+        }
+        last_dim_attr(v, where, x, "dim");
+        if (v.contains("keepdim")) {
+          if (!v["keepdim"].is_boolean()) fail(where + "/keepdim", "expected true or false");
+          op.keepdim = v["keepdim"].get<bool>();
+        }
+        op.out.shape = x.shape;
+        if (op.keepdim) {
+          op.out.shape.back() = 1;
+        } else {
+          op.out.shape.pop_back();
+          if (op.out.shape.empty()) op.out.shape.push_back(1);
+        }
+        break;
+      case OpKind::kernel:
+        parse_kernel_op(v, op, x);
+        break;
+    }
+    add_tensor(op.out, where + "/out");
+    g.ops.push_back(std::move(op));
+  }
+
+  void parse_kernel_op(const json& v, GraphOp& op, const GraphTensor& x) {
+    const std::string& where = op.where;
+    if (op.op == "matmul") {
+      const GraphTensor& b = tensor(op.args[1].tensor, where + "/args/1");
+      if (x.shape.size() != 2 || b.shape.size() != 2 || x.shape[1] != b.shape[0]) {
+        fail(where + "/args", fmt::format("matmul takes [M, K] and [K, N], got {} and {}",
+                                          shape_text(x.shape), shape_text(b.shape)));
+      }
+      if (b.dtype != x.dtype) fail(where + "/args", "matmul operands must have the same dtype");
+      op.out.shape = {x.shape[0], b.shape[1]};
+      if (v.contains("strategy")) {
+        const json& s = v["strategy"];
+        if (!s.is_number_integer() || s.get<int64_t>() < 1 || s.get<int64_t>() > 4) {
+          fail(where + "/strategy", fmt::format("expected 1, 2, 3 or 4, got {}", s.dump()));
+        }
+        op.strategy = s.get<int>();
+      }
+    } else if (op.op == "transpose") {
+      if (x.shape.size() != 2) {
+        fail(where + "/args/0",
+             fmt::format("transpose takes a 2-D tensor, got {}", shape_text(x.shape)));
+      }
+      for (const char* key : {"dim0", "dim1"}) {
+        if (v.contains(key) && (!v[key].is_number_integer() || v[key].get<int64_t>() < -2 ||
+                                v[key].get<int64_t>() > 1)) {
+          fail(where + "/" + key, fmt::format("expected 0, 1, -1 or -2, got {}", v[key].dump()));
+        }
+      }
+      op.out.shape = {x.shape[1], x.shape[0]};
+    } else if (op.op == "softmax") {
+      last_dim_attr(v, where, x, "dim");
+      op.out.shape = x.shape;
+    } else {  // rms_norm, layer_norm
+      op.eps = op.op == "rms_norm" ? 1e-6 : 1e-5;
+      if (v.contains("eps")) {
+        if (!v["eps"].is_number() || v["eps"].get<double>() < 0 || v["eps"].get<double>() > 1) {
+          fail(where + "/eps", fmt::format("expected a number in [0, 1], got {}", v["eps"].dump()));
+        }
+        op.eps = v["eps"].get<double>();
+      }
+      if (v.contains("normalized_shape")) {
+        const json& n = v["normalized_shape"];
+        if (!n.is_array() || n.size() != 1 || n[0] != x.shape.back()) {
+          fail(where + "/normalized_shape",
+               fmt::format("only the last dimension is normalized: expected [{}], got {}",
+                           x.shape.back(), n.dump()));
+        }
+      }
+      for (size_t i = 1; i < op.args.size(); ++i) {
+        const GraphTensor& w = tensor(op.args[i].tensor, fmt::format("{}/args/{}", where, i));
+        if (w.shape != std::vector<int64_t>{x.shape.back()} || w.dtype != x.dtype) {
+          fail(fmt::format("{}/args/{}", where, i),
+               fmt::format("expected a {} tensor of shape [{}], got {} {}", isa::name_of(x.dtype),
+                           x.shape.back(), isa::name_of(w.dtype), shape_text(w.shape)));
+        }
+      }
+      if (op.args.size() != 1 + static_cast<size_t>(op.op == "rms_norm" ? 1 : 2)) {
+        fail(where + "/args",
+             fmt::format("{} takes the input and {} (weights are required)", op.op,
+                         op.op == "rms_norm" ? "the weight" : "the weight and the bias"));
+      }
+      op.out.shape = x.shape;
+    }
+  }
+};
+
+}  // namespace
+
+uint64_t GraphTensor::elements() const {
+  uint64_t n = 1;
+  for (int64_t d : shape) n *= static_cast<uint64_t>(d);
+  return n;
+}
+
+const GraphTensor* Graph::find(const std::string& name) const {
+  for (const auto& in : inputs) {
+    if (in.tensor.name == name) return &in.tensor;
+  }
+  for (const auto& op : ops) {
+    if (op.out.name == name) return &op.out;
+  }
+  return nullptr;
+}
+
+bool is_graph_document(const json& doc) {
+  return doc.is_object() && doc.contains("ops");
+}
+
+const std::vector<std::string>& graph_keys() {
+  static const std::vector<std::string> keys = {"name",   "mode", "dtype",   "seed",
+                                                "inputs", "ops",  "outputs", "params"};
+  return keys;
+}
+
+std::vector<std::string> graph_op_names() {
+  std::vector<std::string> names;
+  for (const auto& o : op_table()) names.push_back(o.name);
+  return names;
+}
+
+std::string aten_name(const std::string& op) {
+  return "aten::" + op;
+}
+
+Graph parse_graph(const json& doc, const std::string& file) {
+  Parser p{file, {}, {}, isa::DType::bf16};
+  p.check_keys(doc, "", graph_keys(), "a graph workload");
+  if (doc.contains("mode")) {
+    const json& m = doc["mode"];
+    if (!m.is_string() || (m != "eager" && m != "compile")) {
+      p.fail("/mode", fmt::format("expected \"eager\" or \"compile\", got {}", m.dump()));
+    }
+    p.g.mode = m.get<std::string>();
+  }
+  if (doc.contains("dtype")) p.default_dtype = p.dtype(doc["dtype"], "/dtype");
+  const std::string dir = file.find('/') == std::string::npos
+                              ? std::string()
+                              : file.substr(0, file.find_last_of('/') + 1);
+  if (!doc.contains("inputs") || !doc["inputs"].is_object() || doc["inputs"].empty()) {
+    p.fail("/inputs", "missing or empty; expected an object of named input tensors");
+  }
+  for (const auto& item : doc["inputs"].items()) {
+    p.check_name(json(item.key()), "/inputs/" + item.key());
+    p.parse_input(item.key(), item.value(), "/inputs/" + item.key(), dir);
+  }
+  const json& ops = doc["ops"];
+  if (!ops.is_array() || ops.empty()) p.fail("/ops", "expected a non-empty array of ops");
+  if (ops.size() > 10000) p.fail("/ops", "more than 10000 ops");
+  for (size_t i = 0; i < ops.size(); ++i) p.parse_op(ops[i], i);
+  if (!doc.contains("outputs")) {
+    p.g.outputs.push_back(p.g.ops.back().out.name);
+  } else {
+    const json& o = doc["outputs"];
+    if (!o.is_array() || o.empty()) p.fail("/outputs", "expected a non-empty array of names");
+    for (size_t i = 0; i < o.size(); ++i) {
+      const std::string at = fmt::format("/outputs/{}", i);
+      p.check_name(o[i], at);
+      p.tensor(o[i].get<std::string>(), at);
+      p.g.outputs.push_back(o[i].get<std::string>());
+    }
+  }
+  return p.g;
+}
+
+// ---- reference ----
+
+const std::vector<double>* GraphValues::find(const std::string& name) const {
+  for (size_t i = 0; i < names.size(); ++i) {
+    if (names[i] == name) return &values[i];
+  }
+  return nullptr;
+}
+
+namespace {
+
+// Element i of a tensor of shape `in` broadcast to shape `out` (NumPy rules).
+struct Broadcaster {
+  std::vector<int64_t> out_shape;
+  std::vector<int64_t> in_strides;  // per output dimension, 0 where broadcast
+  Broadcaster(const std::vector<int64_t>& in, const std::vector<int64_t>& out) : out_shape(out) {
+    in_strides.assign(out.size(), 0);
+    int64_t stride = 1;
+    for (size_t k = 0; k < in.size(); ++k) {
+      const size_t d = in.size() - 1 - k;
+      const size_t o = out.size() - 1 - k;
+      in_strides[o] = in[d] == 1 ? 0 : stride;
+      stride *= in[d];
+    }
+    if (in.size() == out.size()) classify(in);
+  }
+  // The common cases without a division per dimension: the same shape, one value, one row
+  // ([H]) or one value per row ([..., 1]).
+  enum class Kind { same, one, last, rows, general } kind = Kind::general;
+  int64_t last_dim = 1;
+  void classify(const std::vector<int64_t>& in) {
+    last_dim = out_shape.back();
+    uint64_t n_in = 1, n_out = 1;
+    for (int64_t d : in) n_in *= static_cast<uint64_t>(d);
+    for (int64_t d : out_shape) n_out *= static_cast<uint64_t>(d);
+    if (n_in == n_out) {
+      kind = Kind::same;
+    } else if (n_in == 1) {
+      kind = Kind::one;
+    } else if (n_in == static_cast<uint64_t>(last_dim) && in.back() == last_dim) {
+      kind = Kind::last;
+    } else if (in.back() == 1 && n_in * static_cast<uint64_t>(last_dim) == n_out &&
+               std::equal(in.rbegin() + 1, in.rend(), out_shape.rbegin() + 1)) {
+      kind = Kind::rows;
+    }
+  }
+  int64_t index(uint64_t flat) const {
+    switch (kind) {
+      case Kind::same:
+        return static_cast<int64_t>(flat);
+      case Kind::one:
+        return 0;
+      case Kind::last:
+        return static_cast<int64_t>(flat % last_dim);
+      case Kind::rows:
+        return static_cast<int64_t>(flat / last_dim);
+      case Kind::general:
+        break;
+    }
+    int64_t idx = 0;
+    for (size_t k = out_shape.size(); k-- > 0;) {
+      const int64_t c = static_cast<int64_t>(flat % out_shape[k]);
+      flat /= out_shape[k];
+      idx += c * in_strides[k];
+    }
+    return idx;
+  }
+};
+
+double gelu(double x, bool tanh_approx) {
+  if (tanh_approx) {
+    const double c = std::sqrt(2.0 / M_PI);
+    return 0.5 * x * (1.0 + std::tanh(c * (x + 0.044715 * x * x * x)));
+  }
+  return 0.5 * x * (1.0 + std::erf(x / std::sqrt(2.0)));
+}
+
+double unary(const GraphOp& op, double x) {
+  const std::string& f = op.op;
+  if (f == "exp") return std::exp(x);
+  if (f == "log") return std::log(x);
+  if (f == "sqrt") return std::sqrt(x);
+  if (f == "rsqrt") return 1.0 / std::sqrt(x);
+  if (f == "reciprocal") return 1.0 / x;
+  if (f == "neg") return -x;
+  if (f == "abs") return std::abs(x);
+  if (f == "tanh") return std::tanh(x);
+  if (f == "sigmoid") return 1.0 / (1.0 + std::exp(-x));
+  if (f == "relu") return x > 0 ? x : 0.0;
+  if (f == "gelu") return gelu(x, op.approximate == "tanh");
+  return x / (1.0 + std::exp(-x));  // silu
+}
+
+double binary(const std::string& f, double a, double b) {
+  if (f == "add") return a + b;
+  if (f == "sub") return a - b;
+  if (f == "mul") return a * b;
+  if (f == "div") return a / b;
+  if (f == "pow") return b == 2 ? a * a : std::pow(a, b);
+  if (f == "maximum") return std::max(a, b);
+  return std::min(a, b);
+}
+
+}  // namespace
+
+GraphValues evaluate_graph(const Graph& g, const std::vector<std::vector<float>>& inputs,
+                           const std::vector<std::string>& rounded) {
+  GraphValues v;
+  for (size_t i = 0; i < g.inputs.size(); ++i) {
+    v.names.push_back(g.inputs[i].tensor.name);
+    v.values.emplace_back(inputs[i].begin(), inputs[i].end());
+  }
+  auto get = [&](const std::string& n) -> const std::vector<double>& { return *v.find(n); };
+  for (const GraphOp& op : g.ops) {
+    std::vector<double> out(op.out.elements());
+    const GraphTensor& x0 = *g.find(op.args[0].is_tensor() ? op.args[0].tensor : op.args[1].tensor);
+    if (op.kind == OpKind::unary) {
+      const auto& x = get(op.args[0].tensor);
+      for (size_t i = 0; i < out.size(); ++i) out[i] = unary(op, x[i]);
+    } else if (op.kind == OpKind::binary) {
+      auto operand = [&](const GraphArg& a) -> std::pair<const std::vector<double>*, Broadcaster> {
+        if (!a.is_tensor()) return {nullptr, Broadcaster({1}, op.out.shape)};
+        return {&get(a.tensor), Broadcaster(g.find(a.tensor)->shape, op.out.shape)};
+      };
+      const auto [pa, ba] = operand(op.args[0]);
+      const auto [pb, bb] = operand(op.args[1]);
+      for (uint64_t i = 0; i < out.size(); ++i) {
+        const double a = pa ? (*pa)[ba.index(i)] : op.args[0].number;
+        const double b = pb ? (*pb)[bb.index(i)] : op.args[1].number;
+        out[i] = binary(op.op, a, b);
+      }
+    } else if (op.kind == OpKind::reduction) {
+      const auto& x = get(op.args[0].tensor);
+      const int64_t h = x0.shape.back();
+      for (size_t r = 0; r < out.size(); ++r) {
+        const double* row = &x[r * h];
+        double acc = op.op == "max" ? row[0] : 0.0;
+        for (int64_t i = 0; i < h; ++i) acc = op.op == "max" ? std::max(acc, row[i]) : acc + row[i];
+        out[r] = op.op == "mean" ? acc / static_cast<double>(h) : acc;
+      }
+    } else if (op.op == "matmul") {
+      const GraphTensor& b = *g.find(op.args[1].tensor);
+      using Mat = Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+      Eigen::Map<const Mat> ma(get(op.args[0].tensor).data(), x0.shape[0], x0.shape[1]);
+      Eigen::Map<const Mat> mb(get(op.args[1].tensor).data(), b.shape[0], b.shape[1]);
+      Eigen::Map<Mat> mc(out.data(), x0.shape[0], b.shape[1]);
+      mc.noalias() = ma * mb;
+    } else if (op.op == "transpose") {
+      const auto& x = get(op.args[0].tensor);
+      const int64_t rows = x0.shape[0], cols = x0.shape[1];
+      for (int64_t r = 0; r < rows; ++r) {
+        for (int64_t c = 0; c < cols; ++c) out[c * rows + r] = x[r * cols + c];
+      }
+    } else {  // softmax, rms_norm, layer_norm: along the last dimension
+      const auto& x = get(op.args[0].tensor);
+      const int64_t h = x0.shape.back();
+      const std::vector<double>* w = op.args.size() > 1 ? &get(op.args[1].tensor) : nullptr;
+      const std::vector<double>* bias = op.args.size() > 2 ? &get(op.args[2].tensor) : nullptr;
+      for (size_t r = 0; r < x.size() / h; ++r) {
+        const double* row = &x[r * h];
+        double* y = &out[r * h];
+        if (op.op == "softmax") {
+          const double m = *std::max_element(row, row + h);
+          double sum = 0;
+          for (int64_t i = 0; i < h; ++i) sum += (y[i] = std::exp(row[i] - m));
+          for (int64_t i = 0; i < h; ++i) y[i] /= sum;
+        } else if (op.op == "rms_norm") {
+          double ss = 0;
+          for (int64_t i = 0; i < h; ++i) ss += row[i] * row[i];
+          const double inv = 1.0 / std::sqrt(ss / static_cast<double>(h) + op.eps);
+          for (int64_t i = 0; i < h; ++i) y[i] = row[i] * inv * (*w)[i];
+        } else {
+          double mean = 0, var = 0;
+          for (int64_t i = 0; i < h; ++i) mean += row[i];
+          mean /= static_cast<double>(h);
+          for (int64_t i = 0; i < h; ++i) var += (row[i] - mean) * (row[i] - mean);
+          const double inv = 1.0 / std::sqrt(var / static_cast<double>(h) + op.eps);
+          for (int64_t i = 0; i < h; ++i) y[i] = (row[i] - mean) * inv * (*w)[i] + (*bias)[i];
+        }
+      }
+    }
+    if (std::find(rounded.begin(), rounded.end(), op.out.name) != rounded.end()) {
+      for (double& d : out) d = isa::round_to(op.out.dtype, static_cast<float>(d));
+    }
+    v.names.push_back(op.out.name);
+    v.values.push_back(std::move(out));
+  }
+  return v;
+}
+
+}  // namespace trnsim::workloads

@@ -1,0 +1,944 @@
+// Lowering of graph workloads: eager (one kernel per op) and compile (a fusion pass). Row-local
+// ops (elementwise, reductions along the last dimension) become kernels of a generic row
+// kernel generator; matmul, transpose, softmax, rms_norm and layer_norm become kernels of the
+// kernel library. Every kernel is appended to one program whose HBM tensors are the graph's
+// materialized tensors; the host ops launch them.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <fstream>
+#include <map>
+#include <set>
+#include <sstream>
+
+#include "compiler/synchronize.hpp"
+#include "models/neuroncore/cost.hpp"
+#include "workloads/graph/graph.hpp"
+#include "workloads/graph/graph_lowering.hpp"
+#include "workloads/graph/npy.hpp"
+#include "workloads/kernels/kernel_table.hpp"
+#include "workloads/kernels/rmsnorm.hpp"
+
+namespace trnsim::workloads {
+
+using isa::AccessPattern;
+using isa::ActivationFunction;
+using isa::AluOp;
+using isa::DType;
+using isa::Instruction;
+using isa::Opcode;
+using isa::ScalarOperand;
+
+namespace {
+
+// How a tensor maps onto a row kernel's tiles, relative to the kernel's row space S
+// ([..., H], rows = product of the leading dimensions): full [rows, H], one value per row
+// (row), one row broadcast to all rows (col), or one value (scalar).
+enum class Cls { full, row, col, scalar, none };
+
+Cls classify(const std::vector<int64_t>& t, const std::vector<int64_t>& s) {
+  if (t.size() > s.size()) return Cls::none;
+  std::vector<int64_t> a(s.size() - t.size(), 1);
+  a.insert(a.end(), t.begin(), t.end());
+  if (a == s) return Cls::full;
+  const bool lead_eq = std::equal(a.begin(), a.end() - 1, s.begin());
+  const bool lead_one = std::all_of(a.begin(), a.end() - 1, [](int64_t d) { return d == 1; });
+  if (lead_eq && a.back() == 1) return Cls::row;
+  if (lead_one && a.back() == s.back()) return Cls::col;
+  if (lead_one && a.back() == 1) return Cls::scalar;
+  return Cls::none;
+}
+
+bool row_local(const GraphOp& op) {
+  return op.kind != OpKind::kernel;
+}
+
+// The layout of op's output in a row kernel of space s. A reduction's result is one value per
+// row whether or not it keeps the reduced dimension.
+Cls out_class(const GraphOp& op, const std::vector<int64_t>& s) {
+  if (op.kind == OpKind::reduction) {
+    const std::vector<int64_t> lead(s.begin(), s.end() - 1);
+    if (op.out.shape == lead || (lead.empty() && op.out.shape == std::vector<int64_t>{1})) {
+      return Cls::row;
+    }
+  }
+  return classify(op.out.shape, s);
+}
+
+// The row space an op defines when it starts a kernel.
+std::vector<int64_t> natural_space(const Graph& g, const GraphOp& op) {
+  if (op.kind == OpKind::reduction) return g.find(op.args[0].tensor)->shape;
+  return op.out.shape;
+}
+
+struct PlannedKernel {
+  bool row = true;
+  std::vector<size_t> ops;
+  std::vector<int64_t> space;
+  std::string name;
+};
+
+// Whether op fits a row kernel of space `s` whose values so far have the classes `inside`.
+bool fits(const Graph& g, const GraphOp& op, const std::vector<int64_t>& s,
+          const std::map<std::string, Cls>& inside) {
+  auto cls = [&](const std::string& name) {
+    const Cls c = classify(g.find(name)->shape, s);
+    const auto it = inside.find(name);
+    // A value computed in this kernel has the layout it was computed in.
+    if (it != inside.end() && it->second != c) return Cls::none;
+    return c;
+  };
+  const Cls out = out_class(op, s);
+  if (out != Cls::full && out != Cls::row) return false;
+  if (op.kind == OpKind::reduction) {
+    return cls(op.args[0].tensor) == Cls::full && out == Cls::row;
+  }
+  if (op.kind == OpKind::unary) return cls(op.args[0].tensor) == out;
+  for (const GraphArg& a : op.args) {
+    if (!a.is_tensor()) continue;
+    const Cls c = cls(a.tensor);
+    if (c == Cls::none) return false;
+    if (out == Cls::row && c != Cls::row && c != Cls::scalar) return false;
+  }
+  return true;
+}
+
+std::string kernel_name(const Graph& g, const std::vector<size_t>& ops) {
+  if (ops.size() == 1) return fmt::format("{}({})", g.ops[ops[0]].op, g.ops[ops[0]].out.name);
+  std::string n = "fused";
+  for (size_t i : ops) n += "_" + g.ops[i].op;
+  return n;
+}
+
+// ---- the row kernel generator ----
+
+struct Value {
+  Cls cls = Cls::full;
+  DType dtype = DType::fp32;  // on chip
+  bool hbm_in = false;        // loaded per tile (full, row) or once (col, scalar)
+  bool hbm_out = false;       // stored per tile
+  int producer = -1;          // position in the kernel's op list; -1 for inputs
+  int last_use = -1;          // last position that reads it (ops.size() when stored)
+  uint64_t offset = 0;        // per buffer (full, row) or shared (col, scalar)
+  int slot = -1;
+};
+
+struct RowKernelResult {
+  isa::Program program;
+  uint32_t bufs = 0;
+  uint32_t tile_rows = 0;
+  uint64_t sbuf_bytes = 0;  // per partition
+  std::string problem;      // why it cannot be lowered, else ""
+  // Values the kernel holds in their op's dtype (rounded as they are produced), for the
+  // reference to round the same way.
+  std::vector<std::string> rounded;
+};
+
+class RowKernel {
+ public:
+  RowKernel(const Graph& g, const PlannedKernel& k, const std::set<std::string>& materialized,
+            const config::ArchConfig& arch, bool compile, uint32_t max_bufs)
+      : g_(g),
+        k_(k),
+        materialized_(materialized),
+        arch_(arch),
+        compile_(compile),
+        max_bufs_(max_bufs) {}
+
+  RowKernelResult lower();
+
+ private:
+  void collect();
+  bool layout(uint32_t bufs);
+  AccessPattern ap(const std::string& name, uint32_t parts, uint32_t buf) const;
+  void emit_op(size_t pos, uint32_t parts, uint32_t buf, std::vector<Instruction>& seq);
+  Instruction engine_op(Engine e, Opcode op, const std::string& label) const;
+  Engine pick(const Instruction& on_vector, const Instruction& on_scalar);
+  // Whether the activation at `pos` is emitted by the reduction it feeds (with accumulate).
+  bool folded_for(size_t pos) const {
+    for (const auto& [r, a] : folded_) {
+      if (a == pos) return true;
+    }
+    return false;
+  }
+
+  const Graph& g_;
+  const PlannedKernel& k_;
+  const std::set<std::string>& materialized_;
+  const config::ArchConfig& arch_;
+  bool compile_;
+  uint32_t max_bufs_;
+  int64_t rows_ = 0, hidden_ = 0;
+  std::map<std::string, Value> values_;
+  std::vector<std::string> order_;  // values in first-seen order
+  uint64_t full_slot_bytes_ = 0, per_buffer_ = 0, shared_ = 0;
+  // Accumulate rewrites: position of a reduction folded into the activation that feeds it.
+  std::map<size_t, size_t> folded_;        // reduction position -> activation position
+  std::map<size_t, Instruction> emitted_;  // per tile: activation instructions by position
+  Picoseconds est_vector_, est_scalar_;
+};
+
+Instruction RowKernel::engine_op(Engine e, Opcode op, const std::string& label) const {
+  Instruction in;
+  in.engine = e;
+  in.opcode = op;
+  in.label = label;
+  return in;
+}
+
+void RowKernel::collect() {
+  const std::vector<int64_t>& s = k_.space;
+  rows_ = 1;
+  for (size_t i = 0; i + 1 < s.size(); ++i) rows_ *= s[i];
+  hidden_ = s.back();
+  auto touch = [&](const std::string& name) -> Value& {
+    auto it = values_.find(name);
+    if (it != values_.end()) return it->second;
+    Value v;
+    v.cls = classify(g_.find(name)->shape, s);
+    v.dtype = g_.find(name)->dtype;
+    v.hbm_in = true;
+    order_.push_back(name);
+    return values_[name] = v;
+  };
+  for (size_t pos = 0; pos < k_.ops.size(); ++pos) {
+    const GraphOp& op = g_.ops[k_.ops[pos]];
+    for (const GraphArg& a : op.args) {
+      if (a.is_tensor()) touch(a.tensor).last_use = static_cast<int>(pos);
+    }
+    Value v;
+    v.cls = out_class(op, s);
+    v.hbm_out = materialized_.count(op.out.name) > 0;
+    // Values are computed in their op's dtype, as PyTorch defines the op; per-row values
+    // kept on chip (reduction results and what follows from them) stay fp32, as the
+    // accumulators that produce them are.
+    v.dtype = v.cls == Cls::row && !v.hbm_out && compile_ ? DType::fp32 : op.out.dtype;
+    v.producer = static_cast<int>(pos);
+    v.last_use = v.hbm_out ? static_cast<int>(k_.ops.size()) : static_cast<int>(pos);
+    order_.push_back(op.out.name);
+    values_[op.out.name] = v;
+  }
+  // Square-and-sum (or any ScalarE activation feeding a sum or mean) as one activation with
+  // an accumulate, when the activation's output is used by nothing else, the reduction's
+  // result stays fp32 on chip, and both are in this kernel (compile mode).
+  if (!compile_) return;
+  for (size_t pos = 0; pos < k_.ops.size(); ++pos) {
+    const GraphOp& op = g_.ops[k_.ops[pos]];
+    if (op.kind != OpKind::reduction || op.op == "max") continue;
+    const Value& in = values_[op.args[0].tensor];
+    const Value& out = values_[op.out.name];
+    if (in.producer < 0 || in.hbm_out || out.dtype != DType::fp32) continue;
+    const GraphOp& prod = g_.ops[k_.ops[in.producer]];
+    const bool activation =
+        prod.kind == OpKind::unary ||
+        (prod.op == "pow" &&
+         (prod.args[1].number == 2 || prod.args[1].number == 0.5 || prod.args[1].number == -0.5));
+    if (!activation || in.last_use != static_cast<int>(pos)) continue;
+    folded_[pos] = static_cast<size_t>(in.producer);
+  }
+}
+
+bool RowKernel::layout(uint32_t bufs) {
+  // Full values share slots of H elements of the widest dtype, reused once a value's last reader is
+  // done; row values take 64-byte slots; col and scalar inputs are loaded once, shared by buffers.
+  uint64_t widest = 1;
+  for (const auto& [n, v] : values_) {
+    if (v.cls == Cls::full) widest = std::max<uint64_t>(widest, isa::size_of(v.dtype));
+  }
+  full_slot_bytes_ = (static_cast<uint64_t>(hidden_) * widest + 63) / 64 * 64;
+  shared_ = 0;
+  for (const std::string& n : order_) {
+    Value& v = values_[n];
+    if (v.cls == Cls::col || v.cls == Cls::scalar) {
+      v.offset = shared_;
+      shared_ += ((v.cls == Cls::col ? hidden_ : 1) * isa::size_of(v.dtype) + 63) / 64 * 64;
+    }
+  }
+  std::vector<int> free_full;  // slot numbers
+  int full_slots = 0;
+  uint64_t row_bytes = 0;
+  std::vector<std::pair<int, int>> live;  // (last_use, slot)
+  auto take_full = [&] {
+    if (!free_full.empty()) {
+      const int s = free_full.back();
+      free_full.pop_back();
+      return s;
+    }
+    return full_slots++;
+  };
+  auto release_until = [&](int pos) {
+    for (auto it = live.begin(); it != live.end();) {
+      if (it->first < pos) {
+        free_full.push_back(it->second);
+        it = live.erase(it);
+      } else {
+        ++it;
+      }
+    }
+  };
+  // Inputs first (loaded before the ops run), then each op's output.
+  for (const std::string& n : order_) {
+    Value& v = values_[n];
+    if (v.producer >= 0 || v.cls == Cls::col || v.cls == Cls::scalar) continue;
+    if (v.cls == Cls::full) {
+      v.slot = take_full();
+      live.emplace_back(v.last_use, v.slot);
+    } else {
+      v.offset = row_bytes;
+      v.slot = -2;
+      row_bytes += 64;
+    }
+  }
+  for (size_t pos = 0; pos < k_.ops.size(); ++pos) {
+    // An elementwise op may write over an input it reads last (in place).
+    release_until(static_cast<int>(pos) + (g_.ops[k_.ops[pos]].kind == OpKind::reduction ? 0 : 1));
+    Value& v = values_[g_.ops[k_.ops[pos]].out.name];
+    if (v.cls == Cls::full) {
+      v.slot = take_full();
+      live.emplace_back(std::max(v.last_use, static_cast<int>(pos)), v.slot);
+    } else {
+      v.offset = row_bytes;
+      row_bytes += 64;
+    }
+  }
+  for (auto& [n, v] : values_) {
+    if (v.cls == Cls::full) v.offset = row_bytes + static_cast<uint64_t>(v.slot) * full_slot_bytes_;
+  }
+  per_buffer_ = row_bytes + static_cast<uint64_t>(full_slots) * full_slot_bytes_;
+  return shared_ + bufs * per_buffer_ <= arch_.sbuf_partition_bytes;
+}
+
+AccessPattern RowKernel::ap(const std::string& name, uint32_t parts, uint32_t buf) const {
+  const Value& v = values_.at(name);
+  const bool shared = v.cls == Cls::col || v.cls == Cls::scalar;
+  const uint64_t base = shared ? v.offset : shared_ + buf * per_buffer_ + v.offset;
+  const uint32_t n = v.cls == Cls::full || v.cls == Cls::col ? static_cast<uint32_t>(hidden_) : 1;
+  return isa::sbuf_ap(v.dtype, 0, parts, base, {{1, n}});
+}
+
+// Eager kernels use VectorE for arithmetic, as a generic op library does. The compile mode
+// puts an op that either engine can run where the kernel's estimated busy time is lower,
+// using the simulator's own cost functions.
+Engine RowKernel::pick(const Instruction& on_vector, const Instruction& on_scalar) {
+  if (!compile_) return Engine::vector;
+  const Picoseconds v = models::instruction_time(on_vector, arch_);
+  const Picoseconds s = models::instruction_time(on_scalar, arch_);
+  return est_scalar_ + s < est_vector_ + v ? Engine::scalar : Engine::vector;
+}
+
+AluOp alu_of(const std::string& op) {
+  if (op == "add") return AluOp::add;
+  if (op == "sub") return AluOp::subtract;
+  if (op == "mul") return AluOp::multiply;
+  if (op == "div") return AluOp::divide;
+  if (op == "maximum") return AluOp::max;
+  if (op == "minimum") return AluOp::min;
+  return AluOp::pow;
+}
+
+void RowKernel::emit_op(size_t pos, uint32_t parts, uint32_t buf, std::vector<Instruction>& seq) {
+  const GraphOp& op = g_.ops[k_.ops[pos]];
+  const std::string label = fmt::format("{} {}", op.op, op.out.name);
+  const AccessPattern dst = ap(op.out.name, parts, buf);
+  auto activation = [&](ActivationFunction f, const AccessPattern& src) {
+    Instruction in = engine_op(Engine::scalar, Opcode::activation, label);
+    in.function = f;
+    in.src[0] = src;
+    in.dst = dst;
+    return in;
+  };
+  auto push = [&](Instruction in) {
+    if (in.engine == Engine::scalar) {
+      est_scalar_ = est_scalar_ + models::instruction_time(in, arch_);
+    } else {
+      est_vector_ = est_vector_ + models::instruction_time(in, arch_);
+    }
+    seq.push_back(std::move(in));
+  };
+  if (op.kind == OpKind::unary) {
+    const AccessPattern src = ap(op.args[0].tensor, parts, buf);
+    const std::map<std::string, ActivationFunction> fns = {
+        {"exp", ActivationFunction::exp},
+        {"log", ActivationFunction::log},
+        {"sqrt", ActivationFunction::sqrt},
+        {"rsqrt", ActivationFunction::rsqrt},
+        {"reciprocal", ActivationFunction::reciprocal},
+        {"abs", ActivationFunction::abs},
+        {"tanh", ActivationFunction::tanh},
+        {"sigmoid", ActivationFunction::sigmoid},
+        {"relu", ActivationFunction::relu},
+        {"silu", ActivationFunction::silu},
+        {"neg", ActivationFunction::identity}};
+    ActivationFunction f =
+        op.op == "gelu"
+            ? (op.approximate == "tanh" ? ActivationFunction::gelu_tanh : ActivationFunction::gelu)
+            : fns.at(op.op);
+    Instruction in = activation(f, src);
+    if (op.op == "neg") in.scale = ScalarOperand::immediate(-1.0f);
+    emitted_[pos] = in;
+    if (!folded_for(pos)) push(in);
+    return;
+  }
+  if (op.kind == OpKind::reduction) {
+    const auto f = folded_.find(pos);
+    if (f != folded_.end()) {
+      // The producing activation sums its outputs into this row value; a mean scales it.
+      Instruction act = emitted_.at(f->second);
+      AccessPattern acc = dst;
+      act.accumulate = acc;
+      act.label += " + " + op.op;
+      const GraphOp& prod = g_.ops[k_.ops[f->second]];
+      const bool square = prod.op == "pow" && prod.args[1].number == 2;
+      if (op.op == "mean" && square) {
+        // square(x / sqrt(H)) sums to mean(x^2).
+        act.scale = ScalarOperand::immediate(
+            static_cast<float>(1.0 / std::sqrt(static_cast<double>(hidden_))));
+        push(act);
+      } else {
+        push(act);
+        if (op.op == "mean") {
+          Instruction m = engine_op(Engine::vector, Opcode::tensor_scalar, label + " scale");
+          m.src[0] = dst;
+          m.dst = dst;
+          m.op0 = AluOp::multiply;
+          m.operand0 = ScalarOperand::immediate(static_cast<float>(1.0 / hidden_));
+          push(m);
+        }
+      }
+      return;
+    }
+    Instruction in = engine_op(Engine::vector, Opcode::tensor_reduce, label);
+    in.src[0] = ap(op.args[0].tensor, parts, buf);
+    in.dst = dst;
+    in.op0 = op.op == "max" ? AluOp::max : op.op == "sum" ? AluOp::add : AluOp::mean;
+    push(in);
+    return;
+  }
+  // Binary.
+  if (op.op == "pow") {
+    const double e = op.args[1].number;
+    const AccessPattern src = ap(op.args[0].tensor, parts, buf);
+    const std::map<double, ActivationFunction> fns = {{2.0, ActivationFunction::square},
+                                                      {0.5, ActivationFunction::sqrt},
+                                                      {-0.5, ActivationFunction::rsqrt},
+                                                      {-1.0, ActivationFunction::reciprocal},
+                                                      {1.0, ActivationFunction::copy}};
+    const auto it = fns.find(e);
+    if (it != fns.end()) {
+      emitted_[pos] = activation(it->second, src);
+      if (!folded_for(pos)) push(emitted_[pos]);
+      return;
+    }
+    Instruction in = engine_op(Engine::vector, Opcode::tensor_scalar, label);
+    in.src[0] = src;
+    in.dst = dst;
+    in.op0 = AluOp::pow;
+    in.operand0 = ScalarOperand::immediate(static_cast<float>(e));
+    push(in);
+    return;
+  }
+  const Cls out = values_.at(op.out.name).cls;
+  auto cls_of = [&](const GraphArg& a) {
+    return a.is_tensor() ? values_.at(a.tensor).cls : Cls::scalar;
+  };
+  const Cls c0 = cls_of(op.args[0]), c1 = cls_of(op.args[1]);
+  const bool wide0 = c0 == out || (out == Cls::full && c0 == Cls::col);
+  const bool wide1 = c1 == out || (out == Cls::full && c1 == Cls::col);
+  const AluOp alu = alu_of(op.op);
+  if (wide0 && wide1 && op.args[0].is_tensor() && op.args[1].is_tensor()) {
+    Instruction in = engine_op(Engine::vector, Opcode::tensor_tensor, label);
+    in.src[0] = ap(op.args[0].tensor, parts, buf);
+    in.src[1] = ap(op.args[1].tensor, parts, buf);
+    in.dst = dst;
+    in.op0 = alu;
+    push(in);
+    return;
+  }
+  // One wide tensor and one per-row value or number: x op s, or s op x.
+  const bool x_first = wide0 && op.args[0].is_tensor();
+  const GraphArg& x = x_first ? op.args[0] : op.args[1];
+  const GraphArg& s = x_first ? op.args[1] : op.args[0];
+  const ScalarOperand sv = s.is_tensor() ? ScalarOperand::from(ap(s.tensor, parts, buf))
+                                         : ScalarOperand::immediate(static_cast<float>(s.number));
+  const AccessPattern src = ap(x.tensor, parts, buf);
+  Instruction v = engine_op(Engine::vector, Opcode::tensor_scalar, label);
+  v.src[0] = src;
+  v.dst = dst;
+  if (x_first || alu == AluOp::add || alu == AluOp::multiply || alu == AluOp::max ||
+      alu == AluOp::min) {
+    v.op0 = alu;
+    v.operand0 = sv;
+  } else if (alu == AluOp::subtract) {  // s - x = x * -1 + s
+    v.op0 = AluOp::multiply;
+    v.operand0 = ScalarOperand::immediate(-1.0f);
+    v.op1 = AluOp::add;
+    v.operand1 = sv;
+  } else {  // s / x = (1 / x) * s: a reciprocal on ScalarE, then the multiply
+    Instruction r = activation(ActivationFunction::reciprocal, src);
+    push(r);
+    v.src[0] = dst;
+    v.op0 = AluOp::multiply;
+    v.operand0 = sv;
+  }
+  // ScalarE can do x * s (scale), x + s (bias) and x - n, x / n for a number n.
+  bool scalar_ok = x_first || alu == AluOp::add || alu == AluOp::multiply;
+  Instruction a = activation(ActivationFunction::identity, src);
+  if (alu == AluOp::multiply) {
+    a.scale = sv;
+  } else if (alu == AluOp::add) {
+    a.bias = sv;
+  } else if (alu == AluOp::subtract && x_first && !s.is_tensor()) {
+    a.bias = ScalarOperand::immediate(static_cast<float>(-s.number));
+  } else if (alu == AluOp::divide && x_first && !s.is_tensor() && s.number != 0) {
+    a.scale = ScalarOperand::immediate(static_cast<float>(1.0 / s.number));
+  } else {
+    scalar_ok = false;
+  }
+  if (scalar_ok && v.src[0].offset == src.offset && pick(v, a) == Engine::scalar) {
+    push(a);
+  } else {
+    push(v);
+  }
+}
+
+RowKernelResult RowKernel::lower() {
+  RowKernelResult r;
+  collect();
+  for (const auto& [n, v] : values_) {
+    if (v.cls == Cls::none) {
+      r.problem = fmt::format("tensor {} does not broadcast along the rows of {}", n,
+                              fmt::format("[{}]", fmt::join(k_.space, ", ")));
+      return r;
+    }
+  }
+  if (static_cast<uint64_t>(hidden_) > arch_.sbuf_free_elements_max) {
+    r.problem = fmt::format(
+        "the last dimension, {}, exceeds the {} elements per partition an "
+        "engine instruction reads",
+        hidden_, arch_.sbuf_free_elements_max);
+    return r;
+  }
+  const int64_t tiles = (rows_ + arch_.partitions - 1) / arch_.partitions;
+  uint32_t bufs = static_cast<uint32_t>(std::min<int64_t>(max_bufs_, tiles));
+  while (bufs > 1 && !layout(bufs)) --bufs;
+  if (!layout(bufs)) {
+    r.problem = fmt::format("one tile of {} rows needs {} bytes per partition of SBUF; {} has {}",
+                            arch_.partitions, shared_ + per_buffer_, arch_.name,
+                            arch_.sbuf_partition_bytes);
+    return r;
+  }
+  if (static_cast<uint64_t>(tiles) * (k_.ops.size() + 4) > arch_.max_instructions) {
+    r.problem = fmt::format("{} tiles of {} ops exceed the {} instructions a kernel holds", tiles,
+                            k_.ops.size(), arch_.max_instructions);
+    return r;
+  }
+  isa::Program p;
+  p.name = k_.name;
+  for (const std::string& n : order_) {
+    const Value& v = values_[n];
+    if (v.hbm_in || v.hbm_out) {
+      const GraphTensor& t = *g_.find(n);
+      p.add_dram_tensor(n, t.dtype, t.shape);
+    }
+  }
+  const uint16_t q_load = p.add_queue("qLoad");
+  const uint16_t q_store = p.add_queue("qStore");
+  std::vector<Instruction> seq;
+  auto dma = [&](uint16_t q, const std::string& label) {
+    Instruction in = engine_op(Engine::sync, Opcode::dma_copy, label);
+    in.dma_queue = q;
+    return in;
+  };
+  auto hbm = [&](const std::string& n, int64_t row0, uint32_t parts) {
+    const Value& v = values_[n];
+    const uint64_t es = isa::size_of(v.dtype);
+    const uint64_t base = p.find_dram_tensor(n)->address;
+    if (v.cls == Cls::col)
+      return isa::hbm_ap(v.dtype, base, parts, 0, {{1, static_cast<uint32_t>(hidden_)}});
+    if (v.cls == Cls::scalar) return isa::hbm_ap(v.dtype, base, parts, 0, {{1, 1}});
+    const int64_t width = v.cls == Cls::full ? hidden_ : 1;
+    return isa::hbm_ap(v.dtype, base + row0 * width * es, parts, width,
+                       {{1, static_cast<uint32_t>(width)}});
+  };
+  const uint32_t first_parts = static_cast<uint32_t>(std::min<int64_t>(arch_.partitions, rows_));
+  for (const std::string& n : order_) {
+    const Value& v = values_[n];
+    if (v.hbm_in && (v.cls == Cls::col || v.cls == Cls::scalar)) {
+      Instruction in = dma(q_load, "load " + n);
+      in.src[0] = hbm(n, 0, first_parts);
+      in.dst = ap(n, first_parts, 0);
+      seq.push_back(in);
+    }
+  }
+  auto parts_of = [&](int64_t t) {
+    return static_cast<uint32_t>(std::min<int64_t>(arch_.partitions, rows_ - t * arch_.partitions));
+  };
+  auto loads = [&](int64_t t) {
+    for (const std::string& n : order_) {
+      const Value& v = values_[n];
+      if (!v.hbm_in || v.cls == Cls::col || v.cls == Cls::scalar) continue;
+      Instruction in = dma(q_load, fmt::format("load {} tile {}", n, t));
+      in.src[0] = hbm(n, t * arch_.partitions, parts_of(t));
+      in.dst = ap(n, parts_of(t), static_cast<uint32_t>(t % bufs));
+      seq.push_back(in);
+    }
+  };
+  for (int64_t t = 0; t < std::min<int64_t>(bufs, tiles); ++t) loads(t);
+  for (int64_t t = 0; t < tiles; ++t) {
+    const uint32_t parts = parts_of(t);
+    const uint32_t buf = static_cast<uint32_t>(t % bufs);
+    for (size_t pos = 0; pos < k_.ops.size(); ++pos) emit_op(pos, parts, buf, seq);
+    for (const std::string& n : order_) {
+      const Value& v = values_[n];
+      if (!v.hbm_out) continue;
+      Instruction in = dma(q_store, fmt::format("store {} tile {}", n, t));
+      in.src[0] = ap(n, parts, buf);
+      in.dst = hbm(n, t * arch_.partitions, parts);
+      seq.push_back(in);
+    }
+    if (t + bufs < tiles) loads(t + bufs);
+  }
+  for (const auto& [n, v] : values_) {
+    if (v.producer >= 0 && v.dtype == g_.find(n)->dtype) r.rounded.push_back(n);
+  }
+  r.program = compiler::synchronize(seq, std::move(p), arch_);
+  r.program.name = k_.name;
+  r.bufs = bufs;
+  r.tile_rows = first_parts;
+  r.sbuf_bytes = shared_ + bufs * per_buffer_;
+  return r;
+}
+
+}  // namespace
+
+GraphPlan plan_graph(const Graph& g, const std::string& file) {
+  GraphPlan plan;
+  std::map<std::string, Cls> inside;  // values computed in the open kernel, with their layout
+  auto close = [&] { inside.clear(); };
+  for (size_t i = 0; i < g.ops.size(); ++i) {
+    const GraphOp& op = g.ops[i];
+    if (!row_local(op)) {
+      close();
+      plan.kernels.push_back({fmt::format("{}({})", op.op, op.out.name), {i}, false, {}});
+      continue;
+    }
+    const bool join = g.mode == "compile" && !plan.kernels.empty() && plan.kernels.back().row &&
+                      !inside.empty() && fits(g, op, plan.kernels.back().space, inside);
+    if (!join) {
+      close();
+      const std::vector<int64_t> space = natural_space(g, op);
+      if (!fits(g, op, space, inside)) {
+        throw WorkloadError(file, op.where,
+                            fmt::format("{} of shapes that broadcast across rows is not "
+                                        "supported: operands must be the full tensor, one value "
+                                        "per row ([..., 1]), one row ([H]) or one value",
+                                        op.op));
+      }
+      plan.kernels.push_back({"", {}, true, space});
+    }
+    plan.kernels.back().ops.push_back(i);
+    inside[op.out.name] = out_class(op, plan.kernels.back().space);
+  }
+  for (auto& k : plan.kernels) {
+    if (k.row) k.name = kernel_name(g, k.ops);
+  }
+  return plan;
+}
+
+namespace {
+
+// A kernel of the library for op, as a program of its own, and how its tensors bind to the
+// graph's.
+struct LibraryKernel {
+  isa::Program program;
+  std::vector<std::pair<std::string, std::string>> binding;
+  nlohmann::json choices;
+};
+
+isa::Program transpose_kernel(const GraphTensor& x, const GraphTensor& y,
+                              const config::ArchConfig& arch) {
+  // A plain kernel: 128-row blocks of x into SBUF, stored to y with one element per DMA run.
+  isa::Program p;
+  const int64_t rows = x.shape[0], cols = x.shape[1];
+  const uint64_t es = isa::size_of(x.dtype);
+  const uint64_t xa = p.add_dram_tensor("x", x.dtype, x.shape).address;
+  const uint64_t ya = p.add_dram_tensor("y", y.dtype, y.shape).address;
+  const uint16_t q_load = p.add_queue("qLoad");
+  const uint16_t q_store = p.add_queue("qStore");
+  const int64_t chunk =
+      std::min<int64_t>(cols, std::min<uint64_t>(arch.sbuf_partition_bytes / (2 * es), 16384));
+  std::vector<Instruction> seq;
+  int64_t n = 0;
+  for (int64_t r0 = 0; r0 < rows; r0 += arch.partitions) {
+    const auto parts = static_cast<uint32_t>(std::min<int64_t>(arch.partitions, rows - r0));
+    for (int64_t c0 = 0; c0 < cols; c0 += chunk, ++n) {
+      const auto w = static_cast<uint32_t>(std::min(chunk, cols - c0));
+      const uint64_t off = static_cast<uint64_t>(n % 2) * chunk * es;
+      Instruction ld;
+      ld.engine = Engine::sync;
+      ld.opcode = Opcode::dma_copy;
+      ld.dma_queue = q_load;
+      ld.label = fmt::format("load x rows {} cols {}", r0, c0);
+      ld.src[0] = isa::hbm_ap(x.dtype, xa + (r0 * cols + c0) * es, parts, cols, {{1, w}});
+      ld.dst = isa::sbuf_ap(x.dtype, 0, parts, off, {{1, w}});
+      Instruction st = ld;
+      st.dma_queue = q_store;
+      st.label = fmt::format("store y cols {} rows {}", r0, c0);
+      st.src[0] = ld.dst;
+      st.dst = isa::hbm_ap(x.dtype, ya + (c0 * rows + r0) * es, parts, 1, {{rows, w}});
+      seq.push_back(ld);
+      seq.push_back(st);
+    }
+  }
+  return compiler::synchronize(seq, std::move(p), arch);
+}
+
+LibraryKernel library_kernel(const Workload& w, const Graph& g, const GraphOp& op,
+                             const config::ArchConfig& arch) {
+  const GraphTensor& x = *g.find(op.args[0].tensor);
+  LibraryKernel k;
+  if (op.op == "transpose") {
+    const uint64_t es = isa::size_of(x.dtype);
+    const uint64_t chunk =
+        std::min<uint64_t>(static_cast<uint64_t>(x.shape[1]),
+                           std::min<uint64_t>(arch.sbuf_partition_bytes / (2 * es), 16384));
+    const uint64_t blocks = (static_cast<uint64_t>(x.shape[0]) + arch.partitions - 1) /
+                            arch.partitions *
+                            ((static_cast<uint64_t>(x.shape[1]) + chunk - 1) / chunk);
+    if (2 * blocks > arch.max_instructions) {
+      throw WorkloadError(w.file, op.where,
+                          fmt::format("transpose of [{}, {}] needs {} DMA instructions; a kernel "
+                                      "holds at most {}",
+                                      x.shape[0], x.shape[1], 2 * blocks, arch.max_instructions));
+    }
+    k.program = transpose_kernel(x, op.out, arch);
+    k.binding = {{"x", x.name}, {"y", op.out.name}};
+    return k;
+  }
+  Workload sub;
+  sub.file = w.file;
+  sub.name = op.out.name;
+  sub.dtype = x.dtype;
+  sub.seed = w.seed;
+  int64_t rows = 1;
+  for (size_t i = 0; i + 1 < x.shape.size(); ++i) rows *= x.shape[i];
+  const std::map<std::string, std::string> library = {{"rms_norm", "rmsnorm"},
+                                                      {"layer_norm", "layernorm"},
+                                                      {"softmax", "softmax"},
+                                                      {"matmul", "matmul"}};
+  sub.kernel = library.at(op.op);
+  if (op.op == "matmul") {
+    const GraphTensor& b = *g.find(op.args[1].tensor);
+    sub.shape = {x.shape[0], x.shape[1], b.shape[1]};
+    sub.options = {{"strategy", op.strategy}, {"a_layout", "mk"}};
+    k.binding = {{"a", x.name}, {"b", b.name}, {"c", op.out.name}};
+  } else {
+    sub.shape = {rows, x.shape.back()};
+    sub.eps = op.eps;
+    k.binding = {{"x", x.name}, {"y", op.out.name}};
+    if (op.args.size() > 1) k.binding.emplace_back("gamma", op.args[1].tensor);
+    if (op.args.size() > 2) k.binding.emplace_back("beta", op.args[2].tensor);
+  }
+  const KernelEntry* entry = find_kernel(sub.kernel);
+  if (entry == nullptr) {
+    throw WorkloadError(
+        w.file, op.where,
+        fmt::format("{} needs the {} kernel, which this build does not have", op.op, sub.kernel));
+  }
+  try {
+    LoweredKernel lk = entry->lower(sub, arch, false);
+    k.program = std::move(lk.program);
+    k.choices = lk.choices;
+  } catch (const WorkloadError& e) {
+    // The kernel names its own fields; say which op asked for it.
+    const std::string what = e.what();
+    const auto at = what.find(": ");
+    throw WorkloadError(w.file, op.where,
+                        fmt::format("the {} kernel cannot run this op: {}", sub.kernel,
+                                    at == std::string::npos ? what : what.substr(at + 2)));
+  }
+  return k;
+}
+
+std::vector<float> input_values(const Workload& w, const GraphInput& in, size_t index) {
+  const GraphTensor& t = in.tensor;
+  std::vector<float> v(t.elements());
+  SeededRandom rng(w.seed * 1000003 + index);
+  switch (in.init.kind) {
+    case GraphInit::Kind::normal:
+      for (float& f : v) f = static_cast<float>(in.init.a + in.init.b * rng.normal());
+      break;
+    case GraphInit::Kind::uniform:
+      for (float& f : v)
+        f = static_cast<float>(in.init.a + (in.init.b - in.init.a) * rng.uniform());
+      break;
+    case GraphInit::Kind::ones:
+      std::fill(v.begin(), v.end(), 1.0f);
+      break;
+    case GraphInit::Kind::zeros:
+      break;
+    case GraphInit::Kind::arange:
+      for (size_t i = 0; i < v.size(); ++i) v[i] = static_cast<float>(i);
+      break;
+    case GraphInit::Kind::npy: {
+      std::ifstream f(in.init.path, std::ios::binary);
+      if (!f) {
+        throw WorkloadError(w.file, "/inputs/" + t.name + "/npy",
+                            fmt::format("cannot read {}", in.init.path));
+      }
+      std::stringstream ss;
+      ss << f.rdbuf();
+      NpyArray a;
+      try {
+        a = parse_npy(ss.str());
+      } catch (const NpyError& e) {
+        throw WorkloadError(w.file, "/inputs/" + t.name + "/npy",
+                            fmt::format("{}: {}", in.init.path, e.what()));
+      }
+      if (a.shape != t.shape) {
+        throw WorkloadError(
+            w.file, "/inputs/" + t.name + "/npy",
+            fmt::format("{} holds shape [{}]; the input is declared [{}]", in.init.path,
+                        fmt::join(a.shape, ", "), fmt::join(t.shape, ", ")));
+      }
+      v = std::move(a.values);
+      break;
+    }
+  }
+  for (float& f : v) f = isa::round_to(t.dtype, f);
+  return v;
+}
+
+uint64_t op_flops(const Graph& g, const GraphOp& op) {
+  const uint64_t n = op.out.elements();
+  if (op.op == "matmul") return 2 * n * static_cast<uint64_t>(g.find(op.args[0].tensor)->shape[1]);
+  if (op.kind == OpKind::reduction) return g.find(op.args[0].tensor)->elements();
+  if (op.op == "transpose") return 0;
+  if (op.op == "rms_norm") return 4 * n;
+  if (op.op == "layer_norm" || op.op == "softmax") return 5 * n;
+  return n;
+}
+
+}  // namespace
+
+LoweredKernel lower_graph(const Workload& w, const config::ArchConfig& arch, bool functional) {
+  const Graph& g = *w.graph;
+  const GraphPlan plan = plan_graph(g, w.file);
+  // Materialized: inputs, outputs, and whatever one kernel passes to another.
+  std::map<std::string, size_t> kernel_of;
+  for (size_t k = 0; k < plan.kernels.size(); ++k) {
+    for (size_t i : plan.kernels[k].ops) kernel_of[g.ops[i].out.name] = k;
+  }
+  std::set<std::string> materialized(g.outputs.begin(), g.outputs.end());
+  for (size_t k = 0; k < plan.kernels.size(); ++k) {
+    for (size_t i : plan.kernels[k].ops) {
+      for (const GraphArg& a : g.ops[i].args) {
+        if (!a.is_tensor()) continue;
+        const auto it = kernel_of.find(a.tensor);
+        if (it != kernel_of.end() && it->second != k) materialized.insert(a.tensor);
+      }
+    }
+  }
+  LoweredKernel out;
+  isa::Program& p = out.program;
+  p.name = w.name;
+  uint64_t hbm = 0;
+  for (const GraphInput& in : g.inputs) {
+    hbm += p.add_dram_tensor(in.tensor.name, in.tensor.dtype, in.tensor.shape).bytes();
+  }
+  for (const GraphOp& op : g.ops) {
+    if (materialized.count(op.out.name)) {
+      hbm += p.add_dram_tensor(op.out.name, op.out.dtype, op.out.shape).bytes();
+    }
+  }
+  if (p.dram_bytes() > arch.hbm_capacity_bytes) {
+    throw WorkloadError(w.file, "/inputs",
+                        fmt::format("the graph's tensors in HBM take {} bytes; a {} core has {}",
+                                    p.dram_bytes(), arch.name, arch.hbm_capacity_bytes));
+  }
+  if (functional) {
+    const std::string why = functional_size_problem(hbm);
+    if (!why.empty()) throw WorkloadError(w.file, "/inputs", why);
+  }
+  nlohmann::json kernels = nlohmann::json::array();
+  const uint32_t max_bufs = g.mode == "compile" ? 3 : 2;
+  std::set<std::string> rounded(materialized);
+  for (const GraphPlan::Kernel& k : plan.kernels) {
+    nlohmann::json c = {{"name", k.name}, {"ops", nlohmann::json::array()}};
+    for (size_t i : k.ops) c["ops"].push_back(g.ops[i].op);
+    if (k.row) {
+      PlannedKernel pk{true, k.ops, k.space, k.name};
+      RowKernelResult r =
+          RowKernel(g, pk, materialized, arch, g.mode == "compile", max_bufs).lower();
+      if (!r.problem.empty()) {
+        throw WorkloadError(w.file, g.ops[k.ops.front()].where,
+                            fmt::format("kernel {} cannot be lowered: {}", k.name, r.problem));
+      }
+      append_kernel(p, r.program, k.name);
+      rounded.insert(r.rounded.begin(), r.rounded.end());
+      c["tile_rows"] = r.tile_rows;
+      c["bufs"] = r.bufs;
+      c["sbuf_bytes_per_partition"] = r.sbuf_bytes;
+    } else {
+      const GraphOp& op = g.ops[k.ops.front()];
+      LibraryKernel lk = library_kernel(w, g, op, arch);
+      append_kernel(p, lk.program, k.name, lk.binding);
+      if (!lk.choices.is_null()) c["choices"] = lk.choices;
+    }
+    kernels.push_back(c);
+  }
+  // The host: eager dispatches every op and launches its kernel; a compiled graph is one
+  // call that launches all of its kernels.
+  if (g.mode == "compile") {
+    isa::HostOp call{"CompiledFunction", {}};
+    for (size_t k = 0; k < plan.kernels.size(); ++k)
+      call.kernels.push_back(static_cast<uint32_t>(k));
+    p.host_ops.push_back(call);
+  } else {
+    for (size_t k = 0; k < plan.kernels.size(); ++k) {
+      p.host_ops.push_back(isa::HostOp{aten_name(g.ops[plan.kernels[k].ops.front()].op),
+                                       {static_cast<uint32_t>(k)}});
+    }
+  }
+  // Tensors one kernel stores to HBM and another reads back (eager's round trips).
+  uint64_t intermediate_bytes = 0;
+  nlohmann::json intermediates = nlohmann::json::array();
+  for (const GraphOp& op : g.ops) {
+    if (materialized.count(op.out.name) &&
+        std::find(g.outputs.begin(), g.outputs.end(), op.out.name) == g.outputs.end()) {
+      intermediates.push_back(op.out.name);
+      intermediate_bytes += op.out.elements() * isa::size_of(op.out.dtype);
+    }
+  }
+  out.choices = {{"mode", g.mode},
+                 {"kernels", kernels},
+                 {"hbm_intermediates", intermediates},
+                 {"hbm_intermediate_bytes", intermediate_bytes}};
+  for (const GraphOp& op : g.ops) out.model_flops += op_flops(g, op);
+  const DType dt = g.find(g.outputs.front())->dtype;
+  out.tolerance = dt == DType::fp32   ? Tolerance{1e-4, 1e-3}
+                  : dt == DType::bf16 ? Tolerance{1e-2, 2e-2}
+                                      : Tolerance{1e-2, 1e-2};
+  if (isa::is_fp8(dt)) out.tolerance = Tolerance{5e-2, 0.125};
+  out.write_npy = true;
+  if (functional) {
+    std::vector<std::vector<float>> values;
+    for (size_t i = 0; i < g.inputs.size(); ++i) {
+      values.push_back(input_values(w, g.inputs[i], i));
+      const GraphTensor& t = g.inputs[i].tensor;
+      out.inputs.push_back(HostTensor{t.name, t.dtype, t.shape, values.back()});
+    }
+    const GraphValues ref =
+        evaluate_graph(g, values, std::vector<std::string>(rounded.begin(), rounded.end()));
+    for (const std::string& name : g.outputs) {
+      const GraphTensor& t = *g.find(name);
+      const std::vector<double>& v = *ref.find(name);
+      out.expected.push_back(
+          HostTensor{name, t.dtype, t.shape, std::vector<float>(v.begin(), v.end())});
+    }
+  }
+  return out;
+}
+
+}  // namespace trnsim::workloads

@@ -1,0 +1,144 @@
+#include "workloads/kernels/engine_stream_bench.hpp"
+
+#include <fmt/format.h>
+
+namespace trnsim::workloads {
+
+using isa::DType;
+using isa::Instruction;
+using isa::Opcode;
+
+EngineStreamChoices parse_engine_stream_choices(const Workload& w, const config::ArchConfig& arch) {
+  EngineStreamChoices c;
+  if (w.options.contains("engine")) {
+    const auto& v = w.options["engine"];
+    const auto e = v.is_string() ? parse_engine(v.get<std::string>()) : std::nullopt;
+    if (!e || (*e != Engine::vector && *e != Engine::scalar && *e != Engine::gpsimd)) {
+      throw WorkloadError(
+          w.file, "/engine",
+          fmt::format(R"(expected "vector", "scalar" or "gpsimd", got {})", v.dump()));
+    }
+    c.engine = *e;
+  }
+  if (w.options.contains("instructions")) {
+    const auto& v = w.options["instructions"];
+    if (!v.is_number_unsigned() || v.get<uint64_t>() < 1 ||
+        v.get<uint64_t>() > arch.max_instructions) {
+      throw WorkloadError(w.file, "/instructions",
+                          fmt::format("expected an integer in [1, {}] (max_instructions), got {}",
+                                      arch.max_instructions, v.dump()));
+    }
+    c.instructions = v.get<uint64_t>();
+  }
+  if (!w.params.empty()) {
+    throw WorkloadError(w.file, "/params/" + w.params.items().begin().key(),
+                        "engine_stream takes no params");
+  }
+  return c;
+}
+
+LoweredKernel lower_engine_stream(const Workload& w, const config::ArchConfig& arch,
+                                  bool functional) {
+  const EngineStreamChoices c = parse_engine_stream_choices(w, arch);
+  const int64_t partitions = w.shape[0];
+  const int64_t elements = w.shape[1];
+  const DType dt = w.dtype;
+  const uint64_t es = isa::size_of(dt);
+  if (partitions > static_cast<int64_t>(arch.partitions)) {
+    throw WorkloadError(
+        w.file, "/shape/0",
+        fmt::format("expected at most {} partitions, got {}", arch.partitions, partitions));
+  }
+  // x and y tiles side by side in one SBUF partition.
+  if (static_cast<uint64_t>(elements) > arch.sbuf_free_elements_max ||
+      2 * static_cast<uint64_t>(elements) * es > arch.sbuf_partition_bytes) {
+    throw WorkloadError(
+        w.file, "/shape/1",
+        fmt::format("{} elements per partition: x and y tiles must fit one SBUF partition ({} "
+                    "bytes) and an instruction reads at most {} elements",
+                    elements, arch.sbuf_partition_bytes, arch.sbuf_free_elements_max));
+  }
+  const auto parts = static_cast<uint32_t>(partitions);
+  const auto n = static_cast<uint32_t>(elements);
+
+  LoweredKernel k;
+  isa::Program& p = k.program;
+  p.name = w.name;
+  const uint64_t x_addr = p.add_dram_tensor("x", dt, {partitions, elements}).address;
+  const uint64_t y_addr = p.add_dram_tensor("y", dt, {partitions, elements}).address;
+  const uint16_t q_in = p.add_queue("qSyncIn");
+  const uint16_t q_out = p.add_queue("qSyncOut");
+  const uint16_t done = p.add_semaphore("stream_done");
+  const uint64_t x_sbuf = 0;
+  const uint64_t y_sbuf = (n * es + 63) / 64 * 64;
+  const isa::AccessPattern x_tile = isa::sbuf_ap(dt, 0, parts, x_sbuf, {{1, n}});
+  const isa::AccessPattern y_tile = isa::sbuf_ap(dt, 0, parts, y_sbuf, {{1, n}});
+
+  auto& sync = p.stream(Engine::sync);
+  Instruction load;
+  load.opcode = Opcode::dma_copy;
+  load.engine = Engine::sync;
+  load.label = "load x";
+  load.src[0] = isa::hbm_ap(dt, x_addr, parts, elements, {{1, n}});
+  load.dst = x_tile;
+  load.dma_queue = q_in;
+  sync.push_back(load);
+  Instruction store;
+  store.opcode = Opcode::dma_copy;
+  store.engine = Engine::sync;
+  store.label = "store y";
+  store.src[0] = y_tile;
+  store.dst = isa::hbm_ap(dt, y_addr, parts, elements, {{1, n}});
+  store.dma_queue = q_out;
+  store.waits.push_back(isa::SemaphoreWait{done, 1});
+  sync.push_back(store);
+
+  Instruction step;
+  step.engine = c.engine;
+  step.src[0] = x_tile;
+  step.dst = y_tile;
+  if (c.engine == Engine::scalar) {
+    step.opcode = Opcode::activation;
+    step.function = isa::ActivationFunction::identity;
+    step.scale = isa::ScalarOperand::immediate(2.0f);
+    step.bias = isa::ScalarOperand::immediate(-1.0f);
+  } else {
+    step.opcode = Opcode::tensor_scalar;
+    step.op0 = isa::AluOp::multiply;
+    step.operand0 = isa::ScalarOperand::immediate(2.0f);
+    step.op1 = isa::AluOp::add;
+    step.operand1 = isa::ScalarOperand::immediate(-1.0f);
+  }
+  auto& stream = p.stream(c.engine);
+  stream.reserve(c.instructions);
+  for (uint64_t i = 0; i < c.instructions; ++i) {
+    stream.push_back(step);
+    if (i == 0) {
+      stream.back().waits.push_back(
+          isa::SemaphoreWait{p.queues[q_in].semaphore, arch.dma_engines_for(parts)});
+    }
+  }
+  stream.back().updates.push_back(isa::SemaphoreUpdate{done});
+
+  k.choices = {{"engine", std::string(key_of(c.engine))},
+               {"instructions", c.instructions},
+               {"opcode", std::string(isa::name_of(step.opcode))}};
+  // A multiply and an add per element per instruction.
+  k.model_flops = 2 * c.instructions * static_cast<uint64_t>(partitions * elements);
+  // The engine computes in fp32 and rounds once to dtype, as the reference does.
+  k.tolerance = Tolerance{1e-6, 1e-6};
+  if (functional) {
+    SeededRandom rng(w.seed);
+    HostTensor x{"x", dt, {partitions, elements}, std::vector<float>(partitions * elements)};
+    for (float& v : x.values) v = isa::round_to(dt, static_cast<float>(rng.normal()));
+    HostTensor y{"y", dt, {partitions, elements}, std::vector<float>(x.values.size())};
+    for (size_t i = 0; i < x.values.size(); ++i) {
+      y.values[i] = isa::round_to(dt, x.values[i] * 2.0f - 1.0f);
+    }
+    k.inputs.push_back(std::move(x));
+    k.expected.push_back(std::move(y));
+  }
+  return k;
+}
+
+}  // namespace trnsim::workloads

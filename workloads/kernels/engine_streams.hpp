@@ -1,0 +1,104 @@
+// Hand synchronization for lowerings that emit many instructions. isa::synchronize finds the
+// dependencies itself but compares every instruction with every earlier one, which is too slow
+// for the hundreds of thousands of instructions a large matmul lowers to. Here the lowering
+// says what each instruction must wait for (the completions of the instructions and transfers
+// that last touched its operands), and EngineStreams turns that into semaphore waits and
+// updates, as a compiler does:
+//   - an instruction on an engine completes when the engine's semaphore reaches its number
+//     among that engine's signalling instructions; a DMA transfer when its queue's semaphore
+//     reaches the running total of DMA engines of the queue's transfers (D1);
+//   - a wait is left out when the engine's own stream order implies it, or when the engine
+//     already waited for that semaphore to reach as much (each wait costs the engine
+//     arch.dependent_overhead_cycles);
+//   - finish() keeps updates only on the instructions someone waits for, and renumbers.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "config/arch.hpp"
+#include "isa/program.hpp"
+
+namespace trnsim::workloads {
+
+// "Semaphore `semaphore` has reached `value`": an instruction or transfer has completed.
+struct Completion {
+  uint16_t semaphore = 0;
+  int64_t value = 0;  // 0: nothing to wait for
+};
+
+// A set of completions, at most one per semaphore (the highest value).
+class Completions {
+ public:
+  Completions() = default;
+  Completions(Completion c) { add(c); }  // NOLINT: a single completion is a set of one
+  void add(Completion c);
+  void add(const Completions& other);
+  bool empty() const { return items_.empty(); }
+  const std::vector<Completion>& items() const { return items_; }
+
+ private:
+  std::vector<Completion> items_;
+};
+
+inline Completions operator+(Completions a, const Completions& b) {
+  a.add(b);
+  return a;
+}
+
+// The accesses to one on-chip region (an SBUF tile, a PSUM bank) that a new access must wait
+// for: a reader waits for the last write (read after write); a writer waits for the reads since
+// that write (write after read), which themselves waited for the write, or for the write when
+// nothing has read it (write after write).
+class RegionAccesses {
+ public:
+  Completions before_read() const { return write_; }
+  Completions before_write() const { return reads_.empty() ? write_ : reads_; }
+  Completions before_update() const { return write_ + reads_; }  // read-modify-write
+  void read(Completion c) { reads_.add(c); }
+  void wrote(const Completions& c) {
+    write_ = c;
+    reads_ = Completions();
+  }
+
+ private:
+  Completions write_;
+  Completions reads_;
+};
+
+class EngineStreams {
+ public:
+  // Instructions beyond arch.max_instructions are refused with a WorkloadError naming
+  // `file` /shape.
+  EngineStreams(isa::Program& program, const config::ArchConfig& arch, std::string file);
+
+  // Adds a DMA queue (and its semaphore) to the program.
+  uint16_t add_queue(const std::string& name);
+
+  // Appends `in` to its engine's stream after the waits `after` needs; returns its completion
+  // (the transfer's, for a DMA trigger).
+  Completion emit(isa::Instruction in, const Completions& after);
+
+  uint64_t instructions() const { return instructions_; }
+
+  // Puts semaphore updates on the instructions that are waited for, and numbers the waits
+  // accordingly. Call once, after the last emit().
+  void finish();
+
+ private:
+  isa::Program& program_;
+  const config::ArchConfig& arch_;
+  std::string file_;
+  uint64_t instructions_ = 0;
+  std::array<int32_t, kEngineCount> engine_semaphore_;
+  // Provisional numbering: the n-th non-DMA instruction of an engine completes as n.
+  std::array<int64_t, kEngineCount> signalled_{};
+  std::array<std::vector<bool>, kEngineCount> waited_for_;  // by provisional number
+  std::vector<int64_t> queue_total_;                        // by queue
+  // known_[engine][semaphore]: the value the engine has already waited for.
+  std::array<std::vector<int64_t>, kEngineCount> known_;
+};
+
+}  // namespace trnsim::workloads

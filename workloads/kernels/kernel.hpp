@@ -1,0 +1,98 @@
+// What a kernel lowering takes and gives: the kernel form of a workload (Workload, parsed by
+// workloads/workload.hpp) becomes the isa::Program of one kernel launch (LoweredKernel), with
+// its inputs, the reference outputs to check against, and the choices the lowering made (a
+// plain struct of named, bounded parameters per kernel, so that an autotuner can search them).
+#pragma once
+
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "base/names.hpp"
+#include "isa/dtype.hpp"
+#include "isa/program.hpp"
+
+namespace trnsim::workloads {
+
+struct Graph;
+
+// Bad input: names the file, the place in it (JSON pointer or line:column) and what was
+// expected. The CLI prints what() and exits with code 2.
+class WorkloadError : public std::runtime_error {
+ public:
+  WorkloadError(const std::string& file, const std::string& where, const std::string& what);
+};
+
+struct Workload {
+  std::string file;               // as given, for messages
+  std::string name;               // "name" in the file, or the file's stem
+  std::string kernel;             // "rmsnorm", ...
+  std::string variant = "fused";  // rmsnorm: "fused"
+  std::vector<int64_t> shape;
+  isa::DType dtype = isa::DType::bf16;
+  double eps = 1e-6;  // the kernel's default (KernelEntry::default_eps) unless the file gives one
+  uint64_t seed = 0;
+  // NeuronCores that each run the kernel on their own tensors, sharing the memory system
+  // (HBM stacks are shared as the preset says). 1 by default.
+  uint32_t cores = 1;
+  // The kernel's own top-level keys (KernelEntry::options, e.g. "strategy"), checked by its
+  // lowering; "variant" and "eps" are parsed into the fields above.
+  nlohmann::json options = nlohmann::json::object();
+  nlohmann::json params = nlohmann::json::object();  // the lowering's choices, checked there
+  // The graph form (kernel "graph", variant = its mode); null for the kernel form.
+  std::shared_ptr<const Graph> graph;
+};
+
+using base::closest_name;
+
+// A tensor on the host: values already representable in `dtype`.
+struct HostTensor {
+  std::string name;
+  isa::DType dtype = isa::DType::fp32;
+  std::vector<int64_t> shape;
+  std::vector<float> values;
+};
+
+struct Tolerance {
+  double atol = 0;
+  double rtol = 0;
+};
+
+// The relative error of one rounding to `dt`, round-to-nearest-even: half the spacing of its
+// values at 1 (2^-24 for fp32, 2^-8 for bf16, 2^-11 for fp16, 2^-4 for fp8_e4m3, 2^-3 for
+// fp8_e5m2). Kernels size their tolerances from it. Floating-point dtypes only.
+double rounding_unit(isa::DType dt);
+
+struct LoweredKernel {
+  isa::Program program;
+  std::vector<HostTensor> inputs;    // empty when lowered for timing only
+  std::vector<HostTensor> expected;  // reference outputs (same names as the outputs)
+  Tolerance tolerance;
+  nlohmann::json choices;    // the lowering parameters used
+  uint64_t model_flops = 0;  // FLOPs the operation needs, independent of lowering
+  bool write_npy = false;    // graph workloads: outputs are written as <out>/<name>.npy
+};
+
+// Functional mode holds the simulated HBM image of every core and float copies of the inputs
+// and reference outputs on the host. Lowering refuses a functional kernel whose HBM tensors
+// (over all its cores) exceed this, before allocating anything, and suggests --timing-only.
+// Assumption: keeps a functional run within a few GiB of host memory; not a hardware figure.
+constexpr uint64_t kMaxFunctionalHbmBytes = 1ULL << 30;
+// "" when `hbm_bytes` of tensors may run functionally, else why not (for the caller's error).
+std::string functional_size_problem(uint64_t hbm_bytes);
+
+// Deterministic inputs from a seed: the same on every platform and compiler (the standard
+// library's distributions are not).
+class SeededRandom {
+ public:
+  explicit SeededRandom(uint64_t seed) : state_(seed) {}
+  uint64_t next();   // splitmix64
+  double uniform();  // [0, 1)
+  double normal();   // Box-Muller
+ private:
+  uint64_t state_;
+};
+
+}  // namespace trnsim::workloads

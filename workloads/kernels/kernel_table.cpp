@@ -1,0 +1,38 @@
+#include "workloads/kernels/kernel_table.hpp"
+
+#include "workloads/kernels/attention.hpp"
+#include "workloads/kernels/engine_stream_bench.hpp"
+#include "workloads/kernels/layernorm.hpp"
+#include "workloads/kernels/matmul.hpp"
+#include "workloads/kernels/mlp.hpp"
+#include "workloads/kernels/rmsnorm.hpp"
+#include "workloads/kernels/softmax.hpp"
+
+namespace trnsim::workloads {
+
+const std::vector<KernelEntry>& kernel_table() {
+  static const std::vector<KernelEntry> table = {
+      {"rmsnorm", {"variant", "eps"}, 2, "[rows, hidden]", true, lower_rmsnorm_fused},
+      {"matmul", {"strategy", "a_layout"}, 3, "[M, K, N]", true, lower_matmul},
+      {"mlp", {"activation"}, 3, "[M, D, F]", true, lower_mlp},
+      {"layernorm", {"eps", "method"}, 2, "[rows, hidden]", true, lower_layernorm, 1e-5},
+      {"softmax", {}, 2, "[rows, hidden]", true, lower_softmax},
+      {"attention", {"causal"}, 3, "[heads, seq, head_dim]", true, lower_attention},
+      {"engine_stream",
+       {"engine", "instructions"},
+       2,
+       "[partitions, elements]",
+       true,
+       lower_engine_stream},
+  };
+  return table;
+}
+
+const KernelEntry* find_kernel(const std::string& name) {
+  for (const auto& k : kernel_table()) {
+    if (k.name == name) return &k;
+  }
+  return nullptr;
+}
+
+}  // namespace trnsim::workloads

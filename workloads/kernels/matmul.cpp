@@ -1,0 +1,573 @@
+#include "workloads/kernels/matmul.hpp"
+
+#include <fmt/format.h>
+
+#include <Eigen/Dense>
+#include <algorithm>
+#include <cmath>
+
+namespace trnsim::workloads {
+
+using isa::ActivationFunction;
+using isa::DType;
+
+namespace {
+
+constexpr int64_t kMaxBlock = 16384;  // elements: keeps SBUF strides within int16 (section 4)
+
+const char* strategy_name(int s) {
+  switch (s) {
+    case 1:
+      return "tiled";
+    case 2:
+      return "hoisted loads";
+    case 3:
+      return "blocked free dimensions";
+    default:
+      return "blocked all dimensions";
+  }
+}
+
+std::vector<std::string> params_of(int strategy) {
+  switch (strategy) {
+    case 1:
+    case 2:
+      return {"bufs", "out_bufs", "psum_bufs"};
+    case 3:
+      return {"block_m", "block_n", "bufs", "out_bufs", "psum_bufs"};
+    default:
+      return {"block_m", "block_k", "block_n", "bufs", "out_bufs", "psum_bufs"};
+  }
+}
+
+int64_t round_up(int64_t x, int64_t multiple) {
+  return ceil_div(x, multiple) * multiple;
+}
+
+// The sizes the lowering works with: blocks clamped to the shape, and what SBUF holds.
+struct MatmulPlan {
+  int64_t bm = 0, bk = 0, bn = 0;  // block of C rows, contraction, C columns
+  int64_t a_stride = 0;            // elements between the k-tiles of an A buffer
+  int64_t b_stride = 0;            // ... of a B buffer
+  uint64_t a_bytes = 0, b_bytes = 0, out_bytes = 0, acc_bytes = 0;  // per partition, each
+  uint32_t a_bufs = 0, b_bufs = 0, out_bufs = 0;
+  uint64_t total() const {
+    auto pad = [](uint64_t n) { return (n + 63) / 64 * 64; };
+    return a_bufs * pad(a_bytes) + b_bufs * pad(b_bytes) + out_bufs * pad(out_bytes) +
+           pad(acc_bytes);
+  }
+};
+
+MatmulPlan plan_matmul(const MatmulChoices& c, const MatmulTiles& t,
+                       const std::vector<int64_t>& shape, uint64_t es) {
+  const int64_t M = shape[0], K = shape[1], N = shape[2];
+  MatmulPlan p;
+  switch (c.strategy) {
+    case 1:
+      p.bm = t.m, p.bk = t.k, p.bn = t.n;
+      break;
+    case 2:
+      p.bm = t.m, p.bk = round_up(K, t.k), p.bn = t.n;
+      break;
+    case 3:
+      p.bm = std::min(c.block_m, round_up(M, t.m));
+      p.bk = round_up(K, t.k);
+      p.bn = std::min(c.block_n, round_up(N, t.n));
+      break;
+    default:
+      p.bm = std::min(c.block_m, round_up(M, t.m));
+      p.bk = std::min(c.block_k, round_up(K, t.k));
+      p.bn = std::min(c.block_n, round_up(N, t.n));
+      break;
+  }
+  p.bm = std::min(p.bm, round_up(M, t.m));
+  p.bn = std::min(p.bn, round_up(N, t.n));
+  const int64_t k_tiles = ceil_div(p.bk, t.k);
+  p.a_stride = p.bm;
+  p.b_stride = p.bn;
+  p.a_bytes = k_tiles * p.bm * es;
+  p.b_bytes = k_tiles * p.bn * es;
+  p.a_bufs = c.bufs;
+  p.b_bufs = c.bufs;
+  p.out_bufs = c.out_bufs;
+  if (c.strategy == 2) p.a_bufs = c.a_bufs;
+  if (c.strategy == 4) {
+    const bool k_blocks = ceil_div(K, p.bk) > 1;
+    p.out_bytes = p.bn * es;  // one row of the block: stores of bn columns
+    // fp32 partial sums of the whole block, across K blocks
+    p.acc_bytes = k_blocks ? ceil_div(p.bm, t.m) * p.bn * 4 : 0;
+  } else {
+    p.out_bytes = std::min<int64_t>(t.n, N) * es;
+  }
+  return p;
+}
+
+[[noreturn]] void bad_param(const Workload& w, const std::string& key, const std::string& what) {
+  throw WorkloadError(w.file, "/params/" + key, what);
+}
+
+}  // namespace
+
+MatmulChoices parse_matmul_choices(const Workload& w, const config::ArchConfig& arch) {
+  MatmulChoices c;
+  c.psum_bufs = arch.psum_banks;
+  if (w.options.contains("strategy")) {
+    const auto& s = w.options["strategy"];
+    if (!s.is_number_integer() || s.get<int64_t>() < 1 || s.get<int64_t>() > 4) {
+      throw WorkloadError(w.file, "/strategy",
+                          fmt::format("unknown matmul strategy {}; expected 1 (tiled), 2 (hoisted "
+                                      "loads), 3 (blocked free dimensions) or 4 (blocked all "
+                                      "dimensions)",
+                                      s.dump()));
+    }
+    c.strategy = static_cast<int>(s.get<int64_t>());
+  }
+  if (w.options.contains("a_layout")) {
+    const auto& l = w.options["a_layout"];
+    if (!l.is_string() || (l.get<std::string>() != "km" && l.get<std::string>() != "mk")) {
+      throw WorkloadError(w.file, "/a_layout",
+                          fmt::format("expected \"km\" (the left operand given transposed, a_t "
+                                      "[K, M]; the default) or \"mk\" (a [M, K], transposed on "
+                                      "chip), got {}",
+                                      l.dump()));
+    }
+    c.a_transposed = l.get<std::string>() == "km";
+  }
+  const MatmulTiles t = matmul_tiles(arch);
+  c.bufs = c.strategy == 1 ? 4 : 2;
+  // Strategy 4's blocks: 2048 x 1024 x 1024 (M x K x N) in whole tiles; strategy 3's are chosen
+  // to fit SBUF in lower_matmul when not given.
+  c.block_m = std::max<int64_t>(1, 2048 / t.m) * t.m;
+  c.block_k = std::max<int64_t>(1, 1024 / t.k) * t.k;
+  c.block_n = std::max<int64_t>(1, 1024 / t.n) * t.n;
+  const std::vector<std::string> known = params_of(c.strategy);
+  for (const auto& item : w.params.items()) {
+    const std::string& key = item.key();
+    const auto& v = item.value();
+    if (std::find(known.begin(), known.end(), key) == known.end()) {
+      const std::string near = closest_name(key, known);
+      bad_param(w, key,
+                fmt::format("unknown parameter for matmul strategy {} ({}); expected one of: "
+                            "{}{}",
+                            c.strategy, strategy_name(c.strategy), fmt::join(known, ", "),
+                            near.empty() ? "" : fmt::format(" (did you mean \"{}\"?)", near)));
+    }
+    if (key == "bufs" || key == "out_bufs" || key == "psum_bufs") {
+      const int64_t hi = key == "psum_bufs" ? arch.psum_banks : 8;
+      if (!v.is_number_integer() || v.get<int64_t>() < 1 || v.get<int64_t>() > hi) {
+        bad_param(w, key, fmt::format("expected an integer in [1, {}], got {}", hi, v.dump()));
+      }
+      const auto n = static_cast<uint32_t>(v.get<int64_t>());
+      (key == "bufs" ? c.bufs : key == "out_bufs" ? c.out_bufs : c.psum_bufs) = n;
+      continue;
+    }
+    // block_m, block_k, block_n: whole tiles.
+    const char dim = key.back();
+    const int64_t tile = dim == 'm' ? t.m : dim == 'k' ? t.k : t.n;
+    const char* tile_name = dim == 'm'   ? "output rows (tile_m, from pe_columns)"
+                            : dim == 'k' ? "contraction rows (tile_k, from pe_rows)"
+                                         : "output columns (tile_n, from matmul_moving_max)";
+    if (!v.is_number_integer() || v.get<int64_t>() < tile || v.get<int64_t>() > kMaxBlock ||
+        v.get<int64_t>() % tile != 0) {
+      bad_param(w, key,
+                fmt::format("expected a multiple of the {}-element tile of {} from {} to {}, "
+                            "got {}",
+                            tile, tile_name, tile, kMaxBlock, v.dump()));
+    }
+    (dim == 'm' ? c.block_m : dim == 'k' ? c.block_k : c.block_n) = v.get<int64_t>();
+    (dim == 'm' ? c.block_m_given : dim == 'k' ? c.block_k_given : c.block_n_given) = true;
+  }
+  return c;
+}
+
+uint64_t matmul_sbuf_bytes(const MatmulChoices& c, const MatmulTiles& t,
+                           const std::vector<int64_t>& shape, DType dt) {
+  return plan_matmul(c, t, shape, isa::size_of(dt)).total();
+}
+
+std::vector<float> matmul_reference(const std::vector<float>& a, const std::vector<float>& b,
+                                    int64_t m, int64_t k, int64_t n) {
+  using RowMajorF = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+  using RowMajorD = Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+  const Eigen::Map<const RowMajorF> A(a.data(), m, k);
+  const Eigen::Map<const RowMajorF> B(b.data(), k, n);
+  const RowMajorD C = A.cast<double>() * B.cast<double>();
+  std::vector<float> c(static_cast<size_t>(m * n));
+  for (int64_t i = 0; i < m * n; ++i) c[i] = static_cast<float>(C.data()[i]);
+  return c;
+}
+
+namespace {
+
+// Strategy 3: the blocks not given (whole tiles, at most 16 x 8) and bufs 1 or 2 unless given,
+// that minimise an estimate of the time. Blocks hold all of K, so double buffering
+// halves the blocks that fit: the estimate weighs that against the overlap it buys. DMA time
+// is bytes over the engines' rate for the blocks' runs (a descriptor per block row:
+// dma_descriptor_overhead_ns plus the run at dma_engine_bytes_per_ns); TensorE time is one
+// tile_n moving per matmul; with one buffer they add up, with two the larger counts.
+void choose_free_blocks(MatmulChoices& c, const MatmulTiles& t, const std::vector<int64_t>& shape,
+                        DType dt, const config::ArchConfig& arch, bool bufs_given) {
+  const int64_t M = shape[0], K = shape[1], N = shape[2];
+  const double es = static_cast<double>(isa::size_of(dt));
+  auto dma_ns = [&](double bytes, double run_elements) {
+    const double run = run_elements * es;
+    const double rate = arch.dma_engines * run /
+                        (arch.dma_descriptor_overhead_ns + run / arch.dma_engine_bytes_per_ns);
+    return bytes / rate;
+  };
+  const double matmuls =
+      static_cast<double>(ceil_div(M, t.m) * ceil_div(N, t.n) * ceil_div(K, t.k));
+  const double pe_ns =
+      matmuls * std::max<double>(arch.matmul_min_cycles, t.n) * 1000.0 / arch.mhz(Engine::tensor);
+  double best = -1;
+  MatmulChoices chosen = c;
+  if (!c.block_m_given) chosen.block_m = t.m;
+  if (!c.block_n_given) chosen.block_n = t.n;
+  if (!bufs_given) chosen.bufs = 1;
+  const std::vector<uint32_t> bufs_choices =
+      bufs_given ? std::vector<uint32_t>{c.bufs} : std::vector<uint32_t>{1, 2};
+  for (uint32_t bufs : bufs_choices) {
+    const int64_t tm_lo = c.block_m_given ? c.block_m / t.m : 1;
+    const int64_t tm_hi = c.block_m_given ? tm_lo : std::min<int64_t>(16, ceil_div(M, t.m));
+    const int64_t tn_lo = c.block_n_given ? c.block_n / t.n : 1;
+    const int64_t tn_hi = c.block_n_given ? tn_lo : std::min<int64_t>(8, ceil_div(N, t.n));
+    for (int64_t tm = tm_lo; tm <= tm_hi; ++tm) {
+      for (int64_t tn = tn_lo; tn <= tn_hi; ++tn) {
+        MatmulChoices x = c;
+        x.bufs = bufs;
+        x.block_m = tm * t.m;
+        x.block_n = tn * t.n;
+        if (matmul_sbuf_bytes(x, t, shape, dt) > arch.sbuf_partition_bytes) continue;
+        const double bm = std::min<double>(x.block_m, M), bn = std::min<double>(x.block_n, N);
+        const double a_bytes = ceil_div(N, x.block_n) * static_cast<double>(M) * K * es;
+        const double b_bytes = ceil_div(M, x.block_m) * static_cast<double>(N) * K * es;
+        const double dma = dma_ns(a_bytes, bm) + dma_ns(b_bytes, bn);
+        const double time = x.bufs >= 2 ? std::max(dma, pe_ns) : dma + pe_ns;
+        if (best < 0 || time < best) {
+          best = time;
+          chosen = x;
+        }
+      }
+    }
+  }
+  c = chosen;  // when nothing fits, the smallest blocks: the caller reports them
+}
+
+// Strategy 4 with default blocks that do not fit (a wide dtype, a small SBUF): halve those not
+// given, M first, then K, then N.
+void shrink_blocks(MatmulChoices& c, const MatmulTiles& t, const std::vector<int64_t>& shape,
+                   DType dt, uint64_t sbuf) {
+  auto halve = [](int64_t& b, int64_t tile, bool given) {
+    if (given || b <= tile) return false;
+    b = std::max<int64_t>(tile, b / 2 / tile * tile);
+    return true;
+  };
+  while (matmul_sbuf_bytes(c, t, shape, dt) > sbuf) {
+    if (!halve(c.block_m, t.m, c.block_m_given) && !halve(c.block_k, t.k, c.block_k_given) &&
+        !halve(c.block_n, t.n, c.block_n_given)) {
+      return;
+    }
+  }
+}
+
+}  // namespace
+
+LoweredKernel lower_matmul(const Workload& w, const config::ArchConfig& arch, bool functional) {
+  MatmulChoices c = parse_matmul_choices(w, arch);
+  const MatmulTiles t = matmul_tiles(arch);
+  const int64_t M = w.shape[0], K = w.shape[1], N = w.shape[2];
+  const DType dt = w.dtype;
+  const uint64_t es = isa::size_of(dt);
+
+  // HBM: A, B and C, checked before anything is allocated.
+  uint64_t mk = 0, kn = 0, mn = 0, hbm = 0;
+  if (__builtin_mul_overflow(static_cast<uint64_t>(M), static_cast<uint64_t>(K), &mk) ||
+      __builtin_mul_overflow(static_cast<uint64_t>(K), static_cast<uint64_t>(N), &kn) ||
+      __builtin_mul_overflow(static_cast<uint64_t>(M), static_cast<uint64_t>(N), &mn) ||
+      __builtin_add_overflow(mk, kn, &hbm) || __builtin_add_overflow(hbm, mn, &hbm) ||
+      __builtin_mul_overflow(hbm, es, &hbm) || hbm > arch.hbm_capacity_bytes) {
+    throw WorkloadError(
+        w.file, "/shape",
+        fmt::format("A [{}, {}], B [{}, {}] and C [{}, {}] in {} do not fit the {} "
+                    "bytes of HBM of a {} core",
+                    M, K, K, N, M, N, isa::name_of(dt), arch.hbm_capacity_bytes, arch.name));
+  }
+
+  // Blocks and buffers against SBUF.
+  const uint64_t sbuf = arch.sbuf_partition_bytes;
+  if (c.strategy == 3) choose_free_blocks(c, t, w.shape, dt, arch, w.params.contains("bufs"));
+  if (c.strategy == 4) shrink_blocks(c, t, w.shape, dt, sbuf);
+  if (c.strategy == 2 && plan_matmul(c, t, w.shape, es).total() > sbuf) c.a_bufs = 1;
+  const MatmulPlan plan = plan_matmul(c, t, w.shape, es);
+  if (plan.total() > sbuf) {
+    const std::string need = fmt::format(
+        "needs {} bytes per partition of SBUF ({} x {} for A, {} x {} for B, {} x {} for the "
+        "output{}); {} has {}",
+        plan.total(), plan.a_bufs, plan.a_bytes, plan.b_bufs, plan.b_bytes, plan.out_bufs,
+        plan.out_bytes,
+        plan.acc_bytes > 0 ? fmt::format(", {} for fp32 partial sums", plan.acc_bytes) : "",
+        arch.name, sbuf);
+    // A size the user chose is named; otherwise K is what does not fit.
+    for (const char* key : {"block_k", "block_m", "block_n", "bufs", "out_bufs"}) {
+      if (!w.params.contains(key)) continue;
+      throw WorkloadError(
+          w.file, fmt::format("/params/{}", key),
+          fmt::format("matmul strategy {} ({}) with blocks of {} x {} x {} (block_m x block_k x "
+                      "block_n, clamped to the shape) and {} bufs {}. Use smaller blocks or "
+                      "fewer bufs",
+                      c.strategy, strategy_name(c.strategy), plan.bm, plan.bk, plan.bn, c.bufs,
+                      need));
+    }
+    throw WorkloadError(w.file, "/shape/1",
+                        fmt::format("matmul strategy {} ({}) with K = {} ({}) {}. {}", c.strategy,
+                                    strategy_name(c.strategy), K, isa::name_of(dt), need,
+                                    c.strategy == 4 ? "Its smallest blocks do not fit either"
+                                                    : "Strategy 4 blocks K and fits any K"));
+  }
+
+  // Instructions, estimated before anything is emitted (EngineStreams also counts them).
+  const double MT = ceil_div(M, t.m), NT = ceil_div(N, t.n), KT = ceil_div(K, t.k);
+  const double mb = ceil_div(M, plan.bm), nb = ceil_div(N, plan.bn), kb = ceil_div(K, plan.bk);
+  const double a_loads = c.a_transposed ? 2 : static_cast<double>(ceil_div(plan.bk, t.k));
+  double estimate = MT * NT * KT + 2 * MT * NT;
+  switch (c.strategy) {
+    case 1:
+      estimate += 2 * MT * NT * KT;
+      break;
+    case 2:
+      estimate += MT * (c.a_transposed ? 2 : KT) + 2 * MT * NT;
+      break;
+    default:
+      estimate += mb * nb * kb * (a_loads + 2) + MT * NT * kb;
+  }
+  if (estimate > static_cast<double>(arch.max_instructions)) {
+    throw WorkloadError(
+        w.file, "/shape",
+        fmt::format("[{}, {}, {}] with matmul strategy {} lowers to about {:.0f} "
+                    "instructions; a kernel holds at most {}{}",
+                    M, K, N, c.strategy, estimate, arch.max_instructions,
+                    c.strategy < 4 ? " (strategy 4 with large blocks needs fewest)" : ""));
+  }
+
+  // Last: the one limit that --timing-only lifts.
+  if (functional) {
+    const std::string why = functional_size_problem(hbm * w.cores);
+    if (!why.empty()) throw WorkloadError(w.file, "/shape", why);
+  }
+
+  LoweredKernel k;
+  isa::Program& p = k.program;
+  p.name = w.name;
+  const HbmMatrix a = c.a_transposed
+                          ? HbmMatrix{"a_t", p.add_dram_tensor("a_t", dt, {K, M}).address, K, M}
+                          : HbmMatrix{"a", p.add_dram_tensor("a", dt, {M, K}).address, M, K};
+  const HbmMatrix b{"b", p.add_dram_tensor("b", dt, {K, N}).address, K, N};
+  const HbmMatrix cm{"c", p.add_dram_tensor("c", dt, {M, N}).address, M, N};
+
+  EngineStreams streams(p, arch, w.file);
+  TileOps ops(streams, arch, dt);
+  const uint16_t q_a = streams.add_queue("q_load_a");
+  const uint16_t q_b = streams.add_queue("q_load_b");
+  const uint16_t q_store_act = streams.add_queue("q_store_act");
+  const uint16_t q_store_dve = streams.add_queue("q_store_dve");
+  auto store_queue = [&](Engine e) { return e == Engine::scalar ? q_store_act : q_store_dve; };
+
+  SbufAllocator sb;
+  SbufRing a_bufs(sb, plan.a_bufs, plan.a_bytes);
+  SbufRing b_bufs(sb, plan.b_bufs, plan.b_bytes);
+  SbufRing out_bufs(sb, plan.out_bufs, plan.out_bytes);
+  const uint64_t acc_base = plan.acc_bytes > 0 ? sb.take(plan.acc_bytes) : 0;
+  PsumBanks banks(arch, c.psum_bufs);
+
+  auto load_a = [&](OnChipTile& slot, int64_t k0, int64_t kc, int64_t m0, int64_t mc) {
+    const Completion done = c.a_transposed
+                                ? ops.load(q_a, a, k0, kc, m0, mc, t.k, slot.offset, plan.a_stride,
+                                           slot.access.before_write())
+                                : ops.load_transposed(q_a, a, k0, kc, m0, mc, t.k, slot.offset,
+                                                      plan.a_stride, slot.access.before_write());
+    slot.access.wrote(done);
+  };
+  auto load_b = [&](OnChipTile& slot, int64_t k0, int64_t kc, int64_t n0, int64_t nc) {
+    slot.access.wrote(ops.load(q_b, b, k0, kc, n0, nc, t.k, slot.offset, plan.b_stride,
+                               slot.access.before_write()));
+  };
+  // Evacuation alternates ScalarE and VectorE so that neither holds TensorE back when K is
+  // small; each engine stores what it evacuated on a queue of its own (in-order completion).
+  uint64_t groups = 0;
+  auto evacuate_and_store = [&](OnChipTile& bank, int64_t m0, uint32_t mr, int64_t n0,
+                                uint32_t nr) {
+    const Engine e = groups++ % 2 == 0 ? Engine::scalar : Engine::vector;
+    OnChipTile& out = out_bufs.next();
+    const Completion done =
+        ops.evacuate(e, ActivationFunction::copy, bank.offset, mr, nr, dt, out.offset,
+                     bank.access.before_read() + out.access.before_write(),
+                     fmt::format("evac c r{} c{}", m0, n0));
+    bank.access.read(done);
+    out.access.wrote(done);
+    out.access.read(
+        ops.store(e, store_queue(e), cm, m0, mr, n0, nr, out.offset, out.access.before_read()));
+  };
+
+  if (c.strategy == 1) {
+    for (int64_t m0 = 0; m0 < M; m0 += t.m) {
+      const auto mr = static_cast<uint32_t>(std::min<int64_t>(t.m, M - m0));
+      for (int64_t n0 = 0; n0 < N; n0 += t.n) {
+        const auto nr = static_cast<uint32_t>(std::min<int64_t>(t.n, N - n0));
+        OnChipTile& bank = banks.next();
+        Completion last;
+        for (int64_t k0 = 0; k0 < K; k0 += t.k) {
+          const auto kr = static_cast<uint32_t>(std::min<int64_t>(t.k, K - k0));
+          OnChipTile& as = a_bufs.next();
+          OnChipTile& bs = b_bufs.next();
+          load_a(as, k0, kr, m0, mr);
+          load_b(bs, k0, kr, n0, nr);
+          Completions after = as.access.before_read() + bs.access.before_read();
+          if (k0 == 0) after.add(bank.access.before_write());
+          last = ops.matmul(bank.offset, kr, mr, nr, as.offset, bs.offset, k0 == 0, k0 + t.k >= K,
+                            after, fmt::format("mm r{} c{} k{}", m0, n0, k0));
+          as.access.read(last);
+          bs.access.read(last);
+        }
+        bank.access.wrote(last);
+        evacuate_and_store(bank, m0, mr, n0, nr);
+      }
+    }
+  } else {
+    // Strategies 2-4: blocks of bm x bk (A) and bk x bn (B) in SBUF, every output tile of the
+    // bm x bn block computed from them. Strategy 2 keeps A's [K, tile_m] strip across the N loop.
+    const int64_t tiles_m = ceil_div(plan.bm, t.m), tiles_n = ceil_div(plan.bn, t.n);
+    const int64_t k_blocks = ceil_div(K, plan.bk);
+    std::vector<RegionAccesses> acc(static_cast<size_t>(tiles_m * tiles_n));
+    OnChipTile* as = nullptr;
+    for (int64_t m0b = 0; m0b < M; m0b += plan.bm) {
+      const int64_t bmr = std::min(plan.bm, M - m0b);
+      for (int64_t n0b = 0; n0b < N; n0b += plan.bn) {
+        const int64_t bnr = std::min(plan.bn, N - n0b);
+        for (int64_t kb = 0; kb < k_blocks; ++kb) {
+          const int64_t k0b = kb * plan.bk;
+          const int64_t bkr = std::min(plan.bk, K - k0b);
+          const bool first_kb = kb == 0, last_kb = kb == k_blocks - 1;
+          if (c.strategy != 2 || n0b == 0) {
+            as = &a_bufs.next();
+            load_a(*as, k0b, bkr, m0b, bmr);
+          }
+          OnChipTile& bs = b_bufs.next();
+          load_b(bs, k0b, bkr, n0b, bnr);
+          for (int64_t i = 0; i * t.m < bmr; ++i) {
+            const int64_t m0 = m0b + i * t.m;
+            const auto mr = static_cast<uint32_t>(std::min<int64_t>(t.m, bmr - i * t.m));
+            // Strategy 4 stores whole rows of the block (bn columns: long runs).
+            OnChipTile* row = nullptr;
+            Completions row_free, row_done;
+            Engine row_engine = Engine::vector;
+            if (c.strategy == 4 && last_kb) {
+              row = &out_bufs.next();
+              row_free = row->access.before_write();
+            }
+            for (int64_t j = 0; j * t.n < bnr; ++j) {
+              const int64_t n0 = n0b + j * t.n;
+              const auto nr = static_cast<uint32_t>(std::min<int64_t>(t.n, bnr - j * t.n));
+              OnChipTile& bank = banks.next();
+              Completion last;
+              for (int64_t kt = 0; kt * t.k < bkr; ++kt) {
+                const auto kr = static_cast<uint32_t>(std::min<int64_t>(t.k, bkr - kt * t.k));
+                Completions after = as->access.before_read() + bs.access.before_read();
+                if (kt == 0) after.add(bank.access.before_write());
+                last = ops.matmul(
+                    bank.offset, kr, mr, nr, as->offset + (kt * plan.a_stride + i * t.m) * es,
+                    bs.offset + (kt * plan.b_stride + j * t.n) * es, kt == 0, (kt + 1) * t.k >= bkr,
+                    after, fmt::format("mm r{} c{} k{}", m0, n0, k0b + kt * t.k));
+                as->access.read(last);
+                bs.access.read(last);
+              }
+              bank.access.wrote(last);
+              if (c.strategy != 4) {
+                evacuate_and_store(bank, m0, mr, n0, nr);
+                continue;
+              }
+              RegionAccesses& part = acc[static_cast<size_t>(i * tiles_n + j)];
+              const uint64_t part_at = acc_base + (i * plan.bn + j * t.n) * 4;
+              const std::string where = fmt::format("r{} c{} k{}", m0, n0, k0b);
+              Completion done;
+              if (first_kb && last_kb) {
+                row_engine = groups++ % 2 == 0 ? Engine::scalar : Engine::vector;
+                done = ops.evacuate(row_engine, ActivationFunction::copy, bank.offset, mr, nr, dt,
+                                    row->offset + j * t.n * es,
+                                    bank.access.before_read() + row_free, "evac c " + where);
+              } else if (first_kb) {
+                done = ops.evacuate(
+                    Engine::scalar, ActivationFunction::copy, bank.offset, mr, nr, DType::fp32,
+                    part_at, bank.access.before_read() + part.before_write(), "partial c " + where);
+                part.wrote(done);
+              } else if (!last_kb) {
+                done = ops.accumulate(bank.offset, mr, nr, part_at, DType::fp32, part_at,
+                                      bank.access.before_read() + part.before_update(),
+                                      "accumulate c " + where);
+                part.wrote(done);
+              } else {
+                row_engine = Engine::vector;
+                done = ops.accumulate(bank.offset, mr, nr, part_at, dt, row->offset + j * t.n * es,
+                                      bank.access.before_read() + part.before_read() + row_free,
+                                      "final c " + where);
+                part.read(done);
+              }
+              bank.access.read(done);
+              row_done.add(done);
+            }
+            if (row != nullptr) {
+              row->access.wrote(row_done);
+              row->access.read(ops.store(row_engine, store_queue(row_engine), cm, m0, mr, n0b, bnr,
+                                         row->offset, row->access.before_read()));
+            }
+          }
+        }
+      }
+    }
+  }
+  streams.finish();
+
+  k.choices = {{"strategy", c.strategy},
+               {"strategy_name", strategy_name(c.strategy)},
+               {"a_layout", c.a_transposed ? "km" : "mk"},
+               {"tile_m", t.m},
+               {"tile_k", t.k},
+               {"tile_n", t.n},
+               {"bufs", c.bufs},
+               {"out_bufs", c.out_bufs},
+               {"psum_bufs", c.psum_bufs},
+               {"sbuf_bytes_per_partition", plan.total()},
+               {"hbm_bytes_loaded", ops.hbm_bytes_loaded()}};
+  if (!c.a_transposed) k.choices["a_transpose"] = "dma_transpose";
+  if (c.strategy == 2) k.choices["a_bufs"] = plan.a_bufs;
+  if (c.strategy >= 3) {
+    k.choices["block_m"] = plan.bm;
+    k.choices["block_n"] = plan.bn;
+  }
+  if (c.strategy == 4) k.choices["block_k"] = plan.bk;
+  k.model_flops =
+      2ULL * static_cast<uint64_t>(M) * static_cast<uint64_t>(K) * static_cast<uint64_t>(N);
+
+  if (functional) {
+    SeededRandom rng(w.seed);
+    std::vector<float> av(static_cast<size_t>(M * K)), bv(static_cast<size_t>(K * N));
+    for (float& v : av) v = isa::round_to(dt, static_cast<float>(rng.normal()));
+    for (float& v : bv) v = isa::round_to(dt, static_cast<float>(rng.normal()));
+    std::vector<float> expected = matmul_reference(av, bv, M, K, N);
+    k.tolerance = output_tolerance(dt, expected);
+    if (c.a_transposed) {
+      HostTensor at{"a_t", dt, {K, M}, std::vector<float>(av.size())};
+      for (int64_t i = 0; i < M; ++i)
+        for (int64_t j = 0; j < K; ++j) at.values[j * M + i] = av[i * K + j];
+      k.inputs.push_back(std::move(at));
+    } else {
+      k.inputs.push_back(HostTensor{"a", dt, {M, K}, std::move(av)});
+    }
+    k.inputs.push_back(HostTensor{"b", dt, {K, N}, std::move(bv)});
+    k.expected.push_back(HostTensor{"c", dt, {M, N}, std::move(expected)});
+  } else {
+    k.tolerance = output_tolerance(dt, {});
+  }
+  return k;
+}
+
+}  // namespace trnsim::workloads
