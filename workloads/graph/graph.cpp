@@ -8,7 +8,7 @@
 #include <map>
 
 #include "base/names.hpp"
-#include "workloads/workload.hpp"
+#include "workloads/kernels/kernel.hpp"
 
 namespace trnsim::workloads {
 

@@ -13,7 +13,7 @@
 #include <sstream>
 
 #include "compiler/synchronize.hpp"
-#include "models/neuroncore/cost.hpp"
+#include "models/estimate/estimate.hpp"
 #include "workloads/graph/graph.hpp"
 #include "workloads/graph/graph_lowering.hpp"
 #include "workloads/graph/npy.hpp"
@@ -322,8 +322,8 @@ AccessPattern RowKernel::ap(const std::string& name, uint32_t parts, uint32_t bu
 // using the simulator's own cost functions.
 Engine RowKernel::pick(const Instruction& on_vector, const Instruction& on_scalar) {
   if (!compile_) return Engine::vector;
-  const Picoseconds v = models::instruction_time(on_vector, arch_);
-  const Picoseconds s = models::instruction_time(on_scalar, arch_);
+  const Picoseconds v = models::estimate::instruction_time(on_vector, arch_);
+  const Picoseconds s = models::estimate::instruction_time(on_scalar, arch_);
   return est_scalar_ + s < est_vector_ + v ? Engine::scalar : Engine::vector;
 }
 
@@ -350,9 +350,9 @@ void RowKernel::emit_op(size_t pos, uint32_t parts, uint32_t buf, std::vector<In
   };
   auto push = [&](Instruction in) {
     if (in.engine == Engine::scalar) {
-      est_scalar_ = est_scalar_ + models::instruction_time(in, arch_);
+      est_scalar_ = est_scalar_ + models::estimate::instruction_time(in, arch_);
     } else {
-      est_vector_ = est_vector_ + models::instruction_time(in, arch_);
+      est_vector_ = est_vector_ + models::estimate::instruction_time(in, arch_);
     }
     seq.push_back(std::move(in));
   };

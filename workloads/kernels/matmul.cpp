@@ -6,6 +6,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include "models/estimate/estimate.hpp"
+
 namespace trnsim::workloads {
 
 using isa::ActivationFunction;
@@ -202,23 +204,19 @@ namespace {
 // Strategy 3: the blocks not given (whole tiles, at most 16 x 8) and bufs 1 or 2 unless given,
 // that minimise an estimate of the time. Blocks hold all of K, so double buffering
 // halves the blocks that fit: the estimate weighs that against the overlap it buys. DMA time
-// is bytes over the engines' rate for the blocks' runs (a descriptor per block row:
-// dma_descriptor_overhead_ns plus the run at dma_engine_bytes_per_ns); TensorE time is one
-// tile_n moving per matmul; with one buffer they add up, with two the larger counts.
+// is the model's estimate for the blocks' bytes in descriptors of one block row each; TensorE
+// time is the model's cost of one tile_m x tile_n matmul per matmul; with one buffer they add
+// up, with two the larger counts.
 void choose_free_blocks(MatmulChoices& c, const MatmulTiles& t, const std::vector<int64_t>& shape,
                         DType dt, const config::ArchConfig& arch, bool bufs_given) {
   const int64_t M = shape[0], K = shape[1], N = shape[2];
   const double es = static_cast<double>(isa::size_of(dt));
   auto dma_ns = [&](double bytes, double run_elements) {
-    const double run = run_elements * es;
-    const double rate = arch.dma_engines * run /
-                        (arch.dma_descriptor_overhead_ns + run / arch.dma_engine_bytes_per_ns);
-    return bytes / rate;
+    return models::estimate::dma_stream_ns(bytes, run_elements * es, arch);
   };
   const double matmuls =
       static_cast<double>(ceil_div(M, t.m) * ceil_div(N, t.n) * ceil_div(K, t.k));
-  const double pe_ns =
-      matmuls * std::max<double>(arch.matmul_min_cycles, t.n) * 1000.0 / arch.mhz(Engine::tensor);
+  const double pe_ns = matmuls * models::estimate::matmul_ns(t.m, t.n, dt, arch);
   double best = -1;
   MatmulChoices chosen = c;
   if (!c.block_m_given) chosen.block_m = t.m;
