@@ -60,7 +60,9 @@ SimulationResult simulate(const isa::Program& program, const config::ArchConfig&
   for (Engine e : kAllEngines) {
     for (const auto& in : program.stream(e)) dma_instructions += isa::is_dma(in.opcode);
   }
-  MemorySystem memory_system(arch, cores, dma_instructions * cores);
+  const std::unique_ptr<MemoryModel> memory_model =
+      make_memory_model(arch, cores, dma_instructions * cores);
+  MemoryModel& memory_system = *memory_model;
   MemorySystemModule memory_module("memory", memory_system, sink);
   std::unique_ptr<HostModule> host;
   if (!program.host_ops.empty()) {
@@ -85,7 +87,7 @@ SimulationResult simulate(const isa::Program& program, const config::ArchConfig&
                      (host == nullptr || host->finished());
   result.cores = cores;
   result.hbm = memory_system.hbm_counters();
-  result.flow_memory_model = memory_system.flow_model();
+  result.flow_memory_model = memory_system.name() == "flow";
   result.memory_system_events = memory_system.events_processed();
   result.hbm_stacks = memory_system.hbm().stacks();
   result.hbm_stack_peak_bytes_per_ns = memory_system.hbm().stack_peak_bytes_per_ns();

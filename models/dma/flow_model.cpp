@@ -6,20 +6,18 @@
 
 namespace trnsim::models {
 
-FlowMemorySystem::FlowMemorySystem(const config::ArchConfig& arch, uint32_t cores,
-                                   const HbmModel& hbm, TransferBook& book)
-    : arch_(arch),
-      cores_(cores == 0 ? 1 : cores),
+FlowMemoryModel::FlowMemoryModel(const config::ArchConfig& arch, uint32_t cores,
+                                 size_t max_transfers)
+    : MemoryModel(arch, cores, max_transfers),
       cores_per_stack_(std::max(1u, arch.hbm.cores_per_stack)),
       channels_(std::max(1u, arch.hbm.pseudo_channels)),
       core_bytes_(arch.hbm_capacity_bytes),
       channel_bytes_(channels_, 0),
-      stack_peak_(hbm.stack_peak_bytes_per_ns() / 1000.0),
+      stack_peak_(hbm_.stack_peak_bytes_per_ns() / 1000.0),
       window_bytes_(static_cast<double>(std::max(1u, arch.dma_engine_outstanding_chunks)) *
                     std::max(1u, arch.dma_chunk_bytes)),
       read_tail_(from_ns(arch.hbm_latency_ns + arch.hbm.t_cl)),
-      write_tail_(from_ns(arch.hbm_latency_ns + arch.hbm.t_cwl)),
-      book_(book) {
+      write_tail_(from_ns(arch.hbm_latency_ns + arch.hbm.t_cwl)) {
   // One pseudo-channel's share of the stack peak, bytes per ps.
   const double channel = stack_peak_ / channels_;
   bus_ps_per_byte_ = channel > 0 ? 1.0 / channel : 0.0;
@@ -32,7 +30,7 @@ FlowMemorySystem::FlowMemorySystem(const config::ArchConfig& arch, uint32_t core
   for (auto& e : engines_) e.queues.resize(std::max(1u, arch.dma_queues_per_engine));
   flows_.reserve(engines * 16);  // grown as needed: flows are reused once finished
   events_.reserve(1024);
-  const size_t channels = static_cast<size_t>(hbm.stacks()) * channels_;
+  const size_t channels = static_cast<size_t>(hbm_.stacks()) * channels_;
   const size_t constraints = 2 * engines + channels;
   cap_.assign(constraints, 0.0);
   used_.assign(constraints, 0.0);
@@ -47,11 +45,11 @@ FlowMemorySystem::FlowMemorySystem(const config::ArchConfig& arch, uint32_t core
   for (size_t c = 0; c < channels; ++c) cap_[2 * engines + c] = channel;
 }
 
-void FlowMemorySystem::schedule(Picoseconds t, EventKind kind, uint32_t id) {
+void FlowMemoryModel::schedule(Picoseconds t, EventKind kind, uint32_t id) {
   events_.push(t, kind, id);
 }
 
-Picoseconds FlowMemorySystem::next_event_time() const {
+Picoseconds FlowMemoryModel::next_event_time() const {
   const int64_t heap = events_.next_time();
   // A pending rate computation happens at the time of the change that asked for it, which
   // run_until has already reached: it is never later than last_.
@@ -59,11 +57,11 @@ Picoseconds FlowMemorySystem::next_event_time() const {
   return Picoseconds(std::min({heap, next_finish_, pending}));
 }
 
-void FlowMemorySystem::submit(uint32_t id, Picoseconds issued) {
+void FlowMemoryModel::on_submit(uint32_t id, Picoseconds issued) {
   schedule(issued + from_ns(arch_.dma_start_latency_ns), EventKind::transfer_ready, id);
 }
 
-void FlowMemorySystem::run_until(Picoseconds horizon) {
+void FlowMemoryModel::run_until(Picoseconds horizon) {
   for (;;) {
     const int64_t heap = events_.next_time();
     int64_t t = std::min(heap, next_finish_);
@@ -98,7 +96,7 @@ void FlowMemorySystem::run_until(Picoseconds horizon) {
   }
 }
 
-void FlowMemorySystem::advance(Picoseconds now) {
+void FlowMemoryModel::advance(Picoseconds now) {
   const double dt = static_cast<double>(now.value - last_.value);
   last_ = now;
   if (dt <= 0) return;
@@ -108,7 +106,7 @@ void FlowMemorySystem::advance(Picoseconds now) {
   }
 }
 
-void FlowMemorySystem::spread(const DmaTransfer& t, bool write, uint64_t first, uint64_t end) {
+void FlowMemoryModel::spread(const DmaTransfer& t, bool write, uint64_t first, uint64_t end) {
   const DmaPlan& plan = *t.plan;
   const isa::Instruction& in = *t.instruction;
   const isa::AccessPattern& ap = write ? in.dst : in.src[0];
@@ -146,7 +144,7 @@ void FlowMemorySystem::spread(const DmaTransfer& t, bool write, uint64_t first, 
   }
 }
 
-void FlowMemorySystem::on_ready(uint32_t id, Picoseconds now) {
+void FlowMemoryModel::on_ready(uint32_t id, Picoseconds now) {
   const DmaTransfer& t = book_[id];
   const DmaPlan& plan = *t.plan;
   const uint32_t hw_queue = t.queue % std::max(1u, arch_.dma_queues_per_engine);
@@ -236,7 +234,7 @@ void FlowMemorySystem::on_ready(uint32_t id, Picoseconds now) {
   if (parts == 0) schedule(now, EventKind::transfer_done, id);
 }
 
-void FlowMemorySystem::activate(uint32_t f, Picoseconds now) {
+void FlowMemoryModel::activate(uint32_t f, Picoseconds now) {
   Flow& flow = flows_[f];
   flow.active_at = static_cast<uint32_t>(active_.size());
   flow.rate = 0;
@@ -247,7 +245,7 @@ void FlowMemorySystem::activate(uint32_t f, Picoseconds now) {
   if (t.start.value == kNever) t.start = now;
 }
 
-void FlowMemorySystem::finish(uint32_t f, Picoseconds now) {
+void FlowMemoryModel::finish(uint32_t f, Picoseconds now) {
   Flow& flow = flows_[f];
   Engine& engine = engines_[flow.engine];
   engine.busy = engine.busy + flow.engine_time;
@@ -281,13 +279,13 @@ void FlowMemorySystem::finish(uint32_t f, Picoseconds now) {
   }
 }
 
-void FlowMemorySystem::on_done(uint32_t id, Picoseconds now) {
+void FlowMemoryModel::on_done(uint32_t id, Picoseconds now) {
   book_.data_done(id, now);
 }
 
 // Max-min fair rates by progressive filling: every flow not yet fixed rises at one common
 // level; when a constraint saturates, its flows keep the level as their rate.
-void FlowMemorySystem::recompute(Picoseconds now) {
+void FlowMemoryModel::recompute(Picoseconds now) {
   changed_ = false;
   for (uint32_t j : touched_) {
     used_[j] = 0;

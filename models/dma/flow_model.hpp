@@ -1,7 +1,5 @@
-// The flow-level (fluid) memory system, chosen with the arch flag dma_flow_model (default
-// false: the detailed model of dma_timing.hpp). Plain C++ (no SystemC). MemorySystem
-// (dma_timing.hpp) owns one and gives it the transfers of its TransferBook, so callers see one
-// interface either way.
+// The flow-level (fluid) memory model, chosen with the arch flag dma_flow_model (default false:
+// the detailed model of detailed_model.hpp), behind MemoryModel (memory_model.hpp). Plain C++.
 //
 // What it keeps of the detailed model's transfer semantics:
 //   - a transfer is ready dma_start_latency_ns after its trigger (a latency that holds nothing);
@@ -58,30 +56,26 @@
 #include "base/units.hpp"
 #include "config/arch.hpp"
 #include "isa/instruction.hpp"
-#include "models/dma/dma_timing.hpp"
+#include "models/dma/memory_model.hpp"
 #include "models/hbm/hbm.hpp"
 
 namespace trnsim::models {
 
-class FlowMemorySystem {
+class FlowMemoryModel final : public MemoryModel {
  public:
-  // `hbm` gives the stacks and their peak (its scheduler is not used); `book` is the
-  // MemorySystem's record of the transfers (ids, in-order completion, completions to deliver).
-  FlowMemorySystem(const config::ArchConfig& arch, uint32_t cores, const HbmModel& hbm,
-                   TransferBook& book);
-
-  // Transfer `id` of the book, triggered at `issued`.
-  void submit(uint32_t id, Picoseconds issued);
-  void run_until(Picoseconds horizon);
-  Picoseconds next_event_time() const;
-  uint64_t events_processed() const { return events_processed_; }
-  Picoseconds engine_busy(uint32_t core, uint32_t engine) const {
+  FlowMemoryModel(const config::ArchConfig& arch, uint32_t cores, size_t max_transfers);
+  std::string_view name() const override { return "flow"; }
+  void run_until(Picoseconds horizon) override;
+  Picoseconds next_event_time() const override;
+  uint64_t events_processed() const override { return events_processed_; }
+  Picoseconds engine_busy(uint32_t core, uint32_t engine) const override {
     return engines_[core * arch_.dma_engines + engine].busy;
   }
   // Read and written bytes and data-bus busy time; the row-buffer counters stay zero.
-  const HbmCounters& hbm_counters() const { return counters_; }
+  const HbmCounters& hbm_counters() const override { return counters_; }
 
  private:
+  void on_submit(uint32_t id, Picoseconds issued) override;
   static constexpr uint32_t kNone = UINT32_MAX;
   enum class EventKind : uint8_t { transfer_ready, transfer_done };
   // Descriptors per part the pseudo-channel spread is computed from, at most.
@@ -122,8 +116,6 @@ class FlowMemorySystem {
   // channel_bytes_.
   void spread(const DmaTransfer& t, bool write, uint64_t first, uint64_t end);
 
-  const config::ArchConfig& arch_;
-  uint32_t cores_;
   uint32_t cores_per_stack_;
   uint32_t channels_;    // pseudo-channels per stack
   uint64_t core_bytes_;  // a core's HBM address space: cores sharing a stack sit side by side
@@ -137,7 +129,6 @@ class FlowMemorySystem {
   double bus_ps_per_byte_;  // one pseudo-channel's data bus
   EventHeap<EventKind> events_;
   uint64_t events_processed_ = 0;
-  TransferBook& book_;
   std::vector<Flow> flows_;
   std::vector<uint32_t> free_flows_;
   std::vector<Engine> engines_;

@@ -1,6 +1,6 @@
 #include "models/estimate/estimate.hpp"
 
-#include "models/dma/dma_timing.hpp"
+#include "models/dma/dma_plan.hpp"
 #include "models/neuroncore/cost.hpp"
 
 namespace trnsim::models::estimate {

@@ -26,7 +26,7 @@ double instruction_ns(const isa::Instruction& in, const config::ArchConfig& arch
 double matmul_ns(uint32_t stationary_columns, uint32_t moving_columns, isa::DType dtype,
                  const config::ArchConfig& arch);
 
-// A DMA transfer alone (models/dma/dma_timing.hpp): from its trigger to its last byte on the
+// A DMA transfer alone (models/dma/dma_plan.hpp): from its trigger to its last byte on the
 // busiest DMA engine it uses (the start latency, then that engine's descriptors), no HBM queueing.
 Picoseconds dma_time(const isa::Instruction& dma, const config::ArchConfig& arch);
 

@@ -2,7 +2,7 @@
 
 namespace trnsim::models {
 
-MemorySystemModule::MemorySystemModule(sc_core::sc_module_name name, MemorySystem& memory,
+MemorySystemModule::MemorySystemModule(sc_core::sc_module_name name, MemoryModel& memory,
                                        EventSink& sink)
     : sc_module(name), memory_(memory), sink_(sink) {
   SC_THREAD(run);

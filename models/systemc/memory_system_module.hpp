@@ -1,5 +1,5 @@
-// The memory system's SystemC shell: one SC_THREAD that advances the plain-C++ MemorySystem
-// (models/dma/dma_timing.hpp) and delivers completed transfers: the data is copied (functional
+// The memory system's SystemC shell: one SC_THREAD that advances the plain-C++ MemoryModel
+// (models/dma/memory_model.hpp) and delivers completed transfers: the data is copied (functional
 // mode), the queue's semaphore rises by the number of DMA engines that took part (D1), and a
 // TransferRecord goes to the sink.
 //
@@ -16,7 +16,7 @@
 
 #include "isa/program.hpp"
 #include "isa/semantics.hpp"
-#include "models/dma/dma_timing.hpp"
+#include "models/dma/memory_model.hpp"
 #include "models/records/records.hpp"
 #include "models/systemc/semaphore_file.hpp"
 
@@ -33,7 +33,7 @@ struct CoreEndpoints {
 class MemorySystemModule : public sc_core::sc_module {
  public:
   SC_HAS_PROCESS(MemorySystemModule);
-  MemorySystemModule(sc_core::sc_module_name name, MemorySystem& memory, EventSink& sink);
+  MemorySystemModule(sc_core::sc_module_name name, MemoryModel& memory, EventSink& sink);
 
   void attach(const CoreEndpoints& core) {
     cores_.push_back(core);
@@ -50,7 +50,7 @@ class MemorySystemModule : public sc_core::sc_module {
   void run();
   void deliver(uint32_t transfer);
 
-  MemorySystem& memory_;
+  MemoryModel& memory_;
   EventSink& sink_;
   std::vector<CoreEndpoints> cores_;
   std::vector<uint64_t> outstanding_;

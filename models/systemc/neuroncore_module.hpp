@@ -11,7 +11,7 @@
 
 #include "isa/program.hpp"
 #include "isa/semantics.hpp"
-#include "models/dma/dma_timing.hpp"
+#include "models/dma/dma_plan.hpp"
 #include "models/records/records.hpp"
 #include "models/systemc/host_module.hpp"
 #include "models/systemc/memory_system_module.hpp"

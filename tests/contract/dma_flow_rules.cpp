@@ -16,7 +16,7 @@
 #include "config/arch.hpp"
 #include "isa/access_pattern.hpp"
 #include "isa/instruction.hpp"
-#include "models/dma/dma_timing.hpp"
+#include "models/dma/memory_model.hpp"
 #include "models/hbm/hbm.hpp"
 
 using trnsim::Engine;
@@ -28,7 +28,7 @@ using trnsim::isa::Opcode;
 using trnsim::isa::sbuf_ap;
 using trnsim::models::DmaPlan;
 using trnsim::models::HbmModel;
-using trnsim::models::MemorySystem;
+using trnsim::models::MemoryModel;
 using trnsim::models::plan_transfer;
 
 namespace {

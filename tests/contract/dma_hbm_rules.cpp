@@ -13,7 +13,7 @@
 #include "config/arch.hpp"
 #include "isa/access_pattern.hpp"
 #include "isa/instruction.hpp"
-#include "models/dma/dma_timing.hpp"
+#include "models/dma/memory_model.hpp"
 #include "models/hbm/hbm.hpp"
 #include "models/neuroncore/cost.hpp"
 
@@ -29,7 +29,7 @@ using trnsim::models::DmaPlan;
 using trnsim::models::HbmLocation;
 using trnsim::models::HbmModel;
 using trnsim::models::HbmServed;
-using trnsim::models::MemorySystem;
+using trnsim::models::MemoryModel;
 using trnsim::models::plan_transfer;
 using trnsim::models::RowOutcome;
 
@@ -440,7 +440,7 @@ TEST_CASE("a completed transfer raises its queue's semaphore by the engines that
   Bench b(trnsim::config::trn2());
   b.add(load(128, 2048));
   b.add(load(16, 2048, 0, 32));
-  MemorySystem& m = b.run();
+  MemoryModel& m = b.run();
   CHECK(m.transfer(0).plan->engines == 16);
   CHECK(m.transfer(1).plan->engines == 2);
   CHECK(m.transfer(1).plan->first_engine == 4);

@@ -13,7 +13,7 @@
 #include "config/arch.hpp"
 #include "isa/access_pattern.hpp"
 #include "isa/instruction.hpp"
-#include "models/dma/dma_timing.hpp"
+#include "models/dma/dma_plan.hpp"
 #include "models/neuroncore/cost.hpp"
 #include "print_units.hpp"
 

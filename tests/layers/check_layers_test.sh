@@ -28,10 +28,10 @@ copy_tree "$clean"
 failures=0
 # FILE|INCLUDE|what the old layout or a wrong turn did
 cases=(
-  "models/dma/dma_timing.hpp|models/systemc/semaphore_file.hpp|plain DMA model reaches the SystemC shells (old cycle dma <-> neuroncore)"
+  "models/dma/memory_model.hpp|models/systemc/semaphore_file.hpp|plain DMA model reaches the SystemC shells (old cycle dma <-> neuroncore)"
   "models/systemc/host_module.cpp|models/chip/simulate.hpp|a shell reaches the system top (old cycle host <-> neuroncore)"
-  "models/neuroncore/cost.hpp|models/dma/dma_timing.hpp|sibling timing models include each other"
-  "workloads/kernels/matmul.cpp|models/dma/dma_timing.hpp|a lowering reaches past the estimate API into the DMA model"
+  "models/neuroncore/cost.hpp|models/dma/dma_plan.hpp|sibling timing models include each other"
+  "workloads/kernels/matmul.cpp|models/dma/dma_plan.hpp|a lowering reaches past the estimate API into the DMA model"
   "workloads/graph/graph_lowering.cpp|models/neuroncore/cost.hpp|a lowering reaches past the estimate API into the cost model"
   "workloads/kernels/rmsnorm.hpp|workloads/lowering.hpp|a kernel includes the workload-file layer above it"
   "workloads/graph/graph.cpp|workloads/workload.hpp|the graph form includes the workload-file layer above it"

@@ -12,7 +12,7 @@
 #include "base/units.hpp"
 #include "config/arch.hpp"
 #include "isa/instruction.hpp"
-#include "models/dma/dma_timing.hpp"
+#include "models/dma/memory_model.hpp"
 #include "models/hbm/hbm.hpp"
 
 namespace trnsim_test {
@@ -31,9 +31,9 @@ struct DmaBench {
     pending.push_back({core, issued});
   }
   // Runs everything; returns the memory system for inspection.
-  trnsim::models::MemorySystem& run() {
-    memory = std::make_unique<trnsim::models::MemorySystem>(arch, cores, instructions.size());
-    REQUIRE(memory->flow_model() == arch.dma_flow_model);
+  trnsim::models::MemoryModel& run() {
+    memory = trnsim::models::make_memory_model(arch, cores, instructions.size());
+    REQUIRE((memory->name() == "flow") == arch.dma_flow_model);
     for (size_t i = 0; i < instructions.size(); ++i) {
       memory->submit(pending[i].first, instructions[i], plans[i], static_cast<uint32_t>(i),
                      pending[i].second);
@@ -66,7 +66,7 @@ struct DmaBench {
   std::vector<trnsim::isa::Instruction> instructions;
   std::vector<trnsim::models::DmaPlan> plans;
   std::vector<std::pair<uint32_t, trnsim::Picoseconds>> pending;
-  std::unique_ptr<trnsim::models::MemorySystem> memory;
+  std::unique_ptr<trnsim::models::MemoryModel> memory;
 };
 
 }  // namespace trnsim_test

@@ -1,0 +1,88 @@
+// The memory system of one or more NeuronCores (plain C++, no SystemC): the DMA engines and
+// queues of every core and the HBM stacks they share. One interface, two models, chosen by one
+// factory from the arch flag dma_flow_model:
+//   - DetailedMemoryModel (models/dma/detailed_model.hpp, the default): chunks on the DMA
+//     engines, 256-byte HBM pieces through FR-FCFS schedulers (models/hbm);
+//   - FlowMemoryModel (models/dma/flow_model.hpp): transfers as fluid flows sharing the engines
+//     and the HBM pseudo-channels, a few events per transfer.
+// Both keep the same transfer semantics: a transfer is ready dma_start_latency_ns after its
+// trigger (D2's 1.3 us, a pipeline latency that holds no engine), is spread as its DmaPlan says
+// (models/dma/dma_plan.hpp), and completes in order within its queue (D1); the SystemC shell
+// (models/systemc/memory_system_module.hpp) delivers completions and raises the semaphores.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string_view>
+#include <vector>
+
+#include "base/units.hpp"
+#include "config/arch.hpp"
+#include "isa/instruction.hpp"
+#include "models/dma/dma_plan.hpp"
+#include "models/dma/transfer_book.hpp"
+#include "models/hbm/hbm.hpp"
+
+namespace trnsim::models {
+
+class MemoryModel {
+ public:
+  virtual ~MemoryModel() = default;
+  MemoryModel(const MemoryModel&) = delete;
+  MemoryModel& operator=(const MemoryModel&) = delete;
+
+  // "detailed" or "flow" (stats.json's memory_model.name).
+  virtual std::string_view name() const = 0;
+
+  // A DMA trigger completed at `issued`. Returns the transfer's id.
+  uint32_t submit(uint32_t core, const isa::Instruction& dma, const DmaPlan& plan, uint32_t index,
+                  Picoseconds issued);
+
+  // Processes every event earlier than `horizon`. Events a later submit() can cause are at
+  // least lookahead() after the submit, so a caller at time t may run until t + lookahead().
+  virtual void run_until(Picoseconds horizon) = 0;
+  // Runs until nothing is left to do (plain C++ callers: tests, benchmarks).
+  void run_to_completion() { run_until(Picoseconds(kNever)); }
+  virtual Picoseconds next_event_time() const = 0;
+  // Internal events processed so far: the memory system's share of the simulation's work, for
+  // bench/.
+  virtual uint64_t events_processed() const = 0;
+  Picoseconds lookahead() const { return lookahead_; }
+
+  // Completed transfers in completion order (times never decrease). The caller delivers them
+  // and calls consume_completions() once it has delivered all of them; their ids (and table
+  // entries) are then reused, so the tables hold the transfers in flight, not the whole run.
+  const std::vector<uint32_t>& completions() const { return book_.completions(); }
+  void consume_completions() { book_.consume_completions(); }
+
+  // A transfer by id: valid from submit() until its completion is consumed.
+  const DmaTransfer& transfer(uint32_t id) const { return book_[id]; }
+  size_t transfer_count() const { return book_.submitted(); }
+  size_t incomplete() const { return book_.incomplete(); }
+  // The HBM stacks (stacks(), stack_peak_bytes_per_ns()).
+  const HbmModel& hbm() const { return hbm_; }
+  // The DRAM-side counters of the model that ran (the flow model keeps bytes and bus time only).
+  virtual const HbmCounters& hbm_counters() const = 0;
+  uint32_t cores() const { return cores_; }
+  // Busy time of DMA engine `engine` of `core`, for statistics.
+  virtual Picoseconds engine_busy(uint32_t core, uint32_t engine) const = 0;
+
+ protected:
+  // `max_transfers`: how many transfers the run will submit (sizes the tables up front, so that
+  // the event path does not allocate).
+  MemoryModel(const config::ArchConfig& arch, uint32_t cores, size_t max_transfers);
+  // Transfer `id` of book_ was triggered at `issued`.
+  virtual void on_submit(uint32_t id, Picoseconds issued) = 0;
+
+  const config::ArchConfig& arch_;
+  uint32_t cores_;
+  Picoseconds lookahead_;
+  HbmModel hbm_;
+  TransferBook book_;
+};
+
+// The model arch.dma_flow_model asks for.
+std::unique_ptr<MemoryModel> make_memory_model(const config::ArchConfig& arch, uint32_t cores,
+                                               size_t max_transfers);
+
+}  // namespace trnsim::models

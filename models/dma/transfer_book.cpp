@@ -1,0 +1,65 @@
+#include "models/dma/transfer_book.hpp"
+
+namespace trnsim::models {
+
+TransferBook::TransferBook(const config::ArchConfig& arch, uint32_t cores, size_t max_transfers)
+    : queues_(std::max(arch.dma_queues, 1u)) {
+  // Grown as needed up to the transfers in flight at once (ids are reused): only the count's
+  // order of magnitude is reserved.
+  transfers_.reserve(std::min<size_t>(max_transfers, 4096));
+  completions_.reserve(std::min<size_t>(max_transfers, 4096));
+  queue_order_.resize(static_cast<size_t>(std::max(cores, 1u)) * queues_);
+}
+
+uint32_t TransferBook::add(uint32_t core, const isa::Instruction& dma, const DmaPlan& plan,
+                           uint32_t index, Picoseconds issued) {
+  uint32_t id = static_cast<uint32_t>(transfers_.size());
+  if (!free_transfers_.empty()) {
+    id = free_transfers_.back();
+    free_transfers_.pop_back();
+  }
+  ++submitted_;
+  DmaTransfer t;
+  t.instruction = &dma;
+  t.plan = &plan;
+  t.core = core;
+  t.queue = dma.dma_queue;
+  t.index = index;
+  t.issued = issued;
+  if (id == transfers_.size()) {
+    transfers_.push_back(t);
+  } else {
+    transfers_[id] = t;
+  }
+  IndexList& q = order(core, dma.dma_queue);
+  if (q.tail == kNone) {
+    q.head = id;
+  } else {
+    transfers_[q.tail].next_in_queue = id;
+  }
+  q.tail = id;
+  return id;
+}
+
+void TransferBook::data_done(uint32_t id, Picoseconds now) {
+  DmaTransfer& t = transfers_[id];
+  t.data_done = true;
+  // In-order completion: release this queue's finished transfers from the head.
+  IndexList& q = order(t.core, t.queue);
+  while (q.head != kNone && transfers_[q.head].data_done) {
+    DmaTransfer& done = transfers_[q.head];
+    done.completed = true;
+    done.end = now;
+    completions_.push_back(q.head);
+    ++completed_;
+    q.head = done.next_in_queue;
+  }
+  if (q.head == kNone) q.tail = kNone;
+}
+
+void TransferBook::consume_completions() {
+  free_transfers_.insert(free_transfers_.end(), completions_.begin(), completions_.end());
+  completions_.clear();
+}
+
+}  // namespace trnsim::models

@@ -1,0 +1,102 @@
+// The transfers in flight, shared by both memory models: ids, per-queue in-order completion (D1),
+// the completions to deliver, and the event queue both models schedule on.
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+#include <functional>
+#include <vector>
+
+#include "base/units.hpp"
+#include "config/arch.hpp"
+#include "isa/instruction.hpp"
+#include "models/dma/dma_plan.hpp"
+#include "models/hbm/hbm.hpp"
+
+namespace trnsim::models {
+
+// A singly linked list by index (head and tail; each element keeps its own `next`): a queue's
+// transfers in order, an engine queue's parts.
+struct IndexList {
+  uint32_t head = UINT32_MAX;
+  uint32_t tail = UINT32_MAX;
+};
+
+struct DmaTransfer {
+  const isa::Instruction* instruction = nullptr;
+  const DmaPlan* plan = nullptr;
+  uint32_t core = 0;
+  uint16_t queue = 0;
+  uint32_t index = 0;         // position of the DMA instruction in its issuer's stream
+  Picoseconds issued;         // trigger completed on the issuing engine
+  Picoseconds start{kNever};  // first chunk started on an engine
+  Picoseconds end;            // completed (semaphore raised)
+  uint32_t parts_open = 0;    // engine parts not fully cut into chunks
+  uint32_t chunks_open = 0;   // chunks in flight
+  bool data_done = false;
+  bool completed = false;
+  uint32_t next_in_queue = UINT32_MAX;  // in-order completion list of its queue
+};
+
+// The memory models' pending events, earliest first; events at the same time in the order
+// they were scheduled (so a run is deterministic).
+template <typename Kind>
+class EventHeap {
+ public:
+  struct Event {
+    int64_t time;
+    uint64_t seq;
+    Kind kind;
+    uint32_t id;
+    bool operator>(const Event& o) const { return time != o.time ? time > o.time : seq > o.seq; }
+  };
+  void reserve(size_t n) { events_.reserve(n); }
+  void push(Picoseconds t, Kind kind, uint32_t id) {
+    events_.push_back(Event{t.value, seq_++, kind, id});
+    std::push_heap(events_.begin(), events_.end(), std::greater<Event>());
+  }
+  bool empty() const { return events_.empty(); }
+  int64_t next_time() const { return events_.empty() ? kNever : events_.front().time; }
+  Event pop() {
+    std::pop_heap(events_.begin(), events_.end(), std::greater<Event>());
+    const Event e = events_.back();
+    events_.pop_back();
+    return e;
+  }
+
+ private:
+  std::vector<Event> events_;  // min-heap
+  uint64_t seq_ = 0;
+};
+
+// The transfers in flight, shared by both memory models: ids (reused once a completion is
+// consumed), per-queue in-order completion (D1) and the list of completions to deliver.
+class TransferBook {
+ public:
+  TransferBook(const config::ArchConfig& arch, uint32_t cores, size_t max_transfers);
+  // Enters a transfer whose trigger completed at `issued`; returns its id.
+  uint32_t add(uint32_t core, const isa::Instruction& dma, const DmaPlan& plan, uint32_t index,
+               Picoseconds issued);
+  DmaTransfer& operator[](uint32_t id) { return transfers_[id]; }
+  const DmaTransfer& operator[](uint32_t id) const { return transfers_[id]; }
+  // Transfer `id` has moved its data at `now`: it and the finished transfers queued behind it
+  // complete, in queue order, unless a transfer ahead of it on its queue is still moving.
+  void data_done(uint32_t id, Picoseconds now);
+  const std::vector<uint32_t>& completions() const { return completions_; }
+  void consume_completions();
+  size_t submitted() const { return submitted_; }
+  size_t incomplete() const { return submitted_ - completed_; }
+
+ private:
+  static constexpr uint32_t kNone = UINT32_MAX;
+  IndexList& order(uint32_t core, uint16_t queue) { return queue_order_[core * queues_ + queue]; }
+  uint32_t queues_;
+  std::vector<DmaTransfer> transfers_;
+  std::vector<uint32_t> free_transfers_;  // ids whose completion was consumed
+  size_t submitted_ = 0;
+  std::vector<IndexList> queue_order_;  // in-order completion list per queue of each core
+  std::vector<uint32_t> completions_;
+  size_t completed_ = 0;
+};
+
+}  // namespace trnsim::models
