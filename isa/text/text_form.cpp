@@ -1,0 +1,138 @@
+#include "isa/text/text_form.hpp"
+
+#include <fmt/format.h>
+
+#include <vector>
+
+namespace trnsim::isa {
+
+AssemblyError::AssemblyError(const std::string& file, int line_, int column_,
+                             const std::string& what)
+    : std::runtime_error(line_ > 0 ? fmt::format("{}:{}:{}: {}", file, line_, column_, what)
+                                   : fmt::format("{}: {}", file, what)),
+      line(line_),
+      column(column_) {}
+
+uint64_t OnChipBuffer::partition_bytes() const {
+  uint64_t n = size_of(dtype);
+  for (size_t i = 1; i < shape.size(); ++i) n *= static_cast<uint64_t>(shape[i]);
+  return n;
+}
+
+namespace text_form {
+
+std::optional<Engine> parse_assembler_engine(std::string_view s) {
+  for (Engine e : kAllEngines) {
+    if (s == assembler_name_of(e) || s == key_of(e)) return e;
+  }
+  return std::nullopt;
+}
+
+uint32_t fields_of(Opcode op) {
+  switch (op) {
+    case Opcode::dma_copy:
+    case Opcode::dma_transpose:
+      return kQueue;
+    case Opcode::matmul:
+      return kStartStop;
+    case Opcode::activation:
+      return kFunction | kScale | kBias | kAccumulate;
+    case Opcode::tensor_tensor:
+      return kOp0;
+    case Opcode::tensor_scalar:
+      return kOp0 | kOperand0 | kOp1 | kOperand1;
+    case Opcode::scalar_tensor_tensor:
+      return kOp0 | kOperand0 | kOp1;
+    case Opcode::tensor_reduce:
+      return kOp0 | kReduceDims;
+    case Opcode::memset:
+      return kOperand0;
+    case Opcode::iota:
+      return kAffine;
+    case Opcode::affine_select:
+      return kAffine | kOp0 | kFill;
+    case Opcode::partition_reduce:
+    case Opcode::partition_all_reduce:
+      return kOp0;
+    case Opcode::shuffle:
+      return kMask;
+    default:
+      return 0;
+  }
+}
+
+int positional_operands(Opcode op) {
+  switch (op) {
+    case Opcode::nop:
+      return 0;
+    case Opcode::memset:
+    case Opcode::iota:
+      return 1;
+    case Opcode::matmul:
+    case Opcode::tensor_tensor:
+    case Opcode::scalar_tensor_tensor:
+      return 3;
+    case Opcode::select:
+      return 4;
+    default:
+      return 2;
+  }
+}
+
+std::string number_text(double v) {
+  return fmt::format("{}", v);
+}
+
+void check_expectation(const Program& program, const std::string& file, const Expectation& e,
+                       const std::string& where) {
+  auto fail = [&](const std::string& what) {
+    throw AssemblyError(file, e.line, 1, where.empty() ? what : where + ": " + what);
+  };
+  const DramTensor* out = program.find_dram_tensor(e.output);
+  if (out == nullptr) fail(fmt::format("no tensor \"{}\"", e.output));
+  std::vector<const DramTensor*> in;
+  for (const auto& n : e.inputs) {
+    in.push_back(program.find_dram_tensor(n));
+    if (in.back() == nullptr) fail(fmt::format("no tensor \"{}\"", n));
+  }
+  if (e.function == "copy") {
+    if (in.size() != 1) fail("copy(x) takes one input");
+    if (in[0]->elements() != out->elements()) fail("copy: input and output sizes differ");
+  } else if (e.function == "rmsnorm") {
+    if (in.size() != 2) fail("rmsnorm(x, gamma) takes two inputs");
+    if (in[0]->shape.size() != 2 || in[0]->shape != out->shape ||
+        in[1]->elements() != static_cast<uint64_t>(in[0]->shape[1])) {
+      fail("rmsnorm: x and the output must be [rows, hidden] and gamma [hidden]");
+    }
+  } else if (e.function == "matmul") {
+    if (in.size() != 2) fail("matmul(a_transposed, b) takes two inputs");
+    const auto& a = in[0]->shape;
+    const auto& b = in[1]->shape;
+    if (a.size() != 2 || b.size() != 2 || out->shape.size() != 2 || a[0] != b[0] ||
+        out->shape[0] != a[1] || out->shape[1] != b[1]) {
+      fail("matmul: inputs are a_transposed [K, M] and b [K, N], the output [M, N]");
+    }
+  } else {
+    fail(fmt::format("unknown reference \"{}\"; expected rmsnorm, matmul or copy", e.function));
+  }
+}
+
+std::string shape_text(const std::vector<int64_t>& shape) {
+  return fmt::format("[{}]", fmt::join(shape, ", "));
+}
+
+std::string init_text(const TensorInit& i) {
+  switch (i.kind) {
+    case TensorInit::Kind::zeros:
+      return "zeros";
+    case TensorInit::Kind::normal:
+      return fmt::format("normal({}, {}, seed={})", number_text(i.a), number_text(i.b), i.seed);
+    case TensorInit::Kind::uniform:
+      return fmt::format("uniform({}, {}, seed={})", number_text(i.a), number_text(i.b), i.seed);
+  }
+  return "zeros";
+}
+
+}  // namespace text_form
+
+}  // namespace trnsim::isa
