@@ -15,43 +15,13 @@ using isa::Instruction;
 using isa::Memory;
 using isa::Opcode;
 using isa::Program;
+using isa::Region;
+using isa::region_of;
 using isa::SemaphoreUpdate;
 using isa::SemaphoreUpdateKind;
 using isa::SemaphoreWait;
 
 namespace {
-
-// The bytes an access pattern can touch: a partition range and a byte range in each.
-struct Region {
-  Memory memory = Memory::sbuf;
-  int64_t part_lo = 0, part_hi = 0;
-  int64_t byte_lo = 0, byte_hi = 0;
-  bool overlaps(const Region& o) const {
-    return memory == o.memory && part_lo < o.part_hi && o.part_lo < part_hi &&
-           byte_lo < o.byte_hi && o.byte_lo < byte_hi;
-  }
-};
-
-Region region_of(const AccessPattern& ap) {
-  const int64_t es = size_of(ap.dtype);
-  Region r;
-  r.memory = ap.memory;
-  if (ap.memory == Memory::hbm) {
-    const int64_t span = ap.partition_stride * (static_cast<int64_t>(ap.partitions) - 1);
-    r.part_lo = 0;
-    r.part_hi = 1;
-    r.byte_lo = static_cast<int64_t>(ap.offset) +
-                (std::min<int64_t>(0, span) + ap.min_element_offset()) * es;
-    r.byte_hi = static_cast<int64_t>(ap.offset) +
-                (std::max<int64_t>(0, span) + ap.max_element_offset_exclusive()) * es;
-  } else {
-    r.part_lo = ap.start_partition;
-    r.part_hi = ap.start_partition + ap.partitions;
-    r.byte_lo = static_cast<int64_t>(ap.offset) + ap.min_element_offset() * es;
-    r.byte_hi = static_cast<int64_t>(ap.offset) + ap.max_element_offset_exclusive() * es;
-  }
-  return r;
-}
 
 struct Footprint {
   std::vector<Region> reads, writes;

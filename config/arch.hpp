@@ -57,6 +57,27 @@ struct ArchConfig {
   uint32_t sbuf_free_elements_max{};  // Vector/Scalar free size from SBUF
   uint32_t psum_free_elements_max{};  // ... and from PSUM
 
+  // Engine pipelines (docs/architecture.md, "Engine pipelines"). An engine is busy for an
+  // instruction's initiation interval (the cost formulas), and commits its results this many of
+  // its cycles later: a dependent instruction on the same engine, and the instruction's
+  // semaphore updates, wait for the results. Indexed by Engine.
+  std::array<uint32_t, kEngineCount> result_latency_cycles{};
+  // From a semaphore update to the waiting instruction starting: the producer on the same
+  // engine, on another engine, or a DMA queue's completion (D1's completion-to-wake).
+  double semaphore_local_ns{};
+  double semaphore_cross_engine_ns{};
+  double dma_completion_wake_ns{};
+
+  // TensorE dI/dt throttling (X2, X4: trn2 and trn3): work starts at start_fraction of full
+  // rate and ramps to full over ramp_ns; when TensorE's occupancy over the last window_ns falls
+  // below threshold, the limit re-engages. start_fraction 1 turns it off.
+  struct TensorThrottle {
+    double start_fraction{};
+    double ramp_ns{};
+    double window_ns{};
+    double threshold{};
+  } tensor_throttle;
+
   // Port sharing. v2: VectorE and GpSimdE cannot reach SBUF at the same time, VectorE and
   // ScalarE cannot reach PSUM at the same time. v3 removes both, except two engines on one
   // PSUM bank, and adds VectorE performance modes (2x/4x) whose bus GpSimdE shares.

@@ -144,4 +144,25 @@ AccessPattern hbm_ap(DType t, uint64_t offset, uint32_t partitions, int64_t part
   return make(Memory::hbm, t, 0, partitions, partition_stride, offset, dims);
 }
 
+Region region_of(const AccessPattern& ap) {
+  const int64_t es = size_of(ap.dtype);
+  Region r;
+  r.memory = ap.memory;
+  if (ap.memory == Memory::hbm) {
+    const int64_t span = ap.partition_stride * (static_cast<int64_t>(ap.partitions) - 1);
+    r.part_lo = 0;
+    r.part_hi = 1;
+    r.byte_lo = static_cast<int64_t>(ap.offset) +
+                (std::min<int64_t>(0, span) + ap.min_element_offset()) * es;
+    r.byte_hi = static_cast<int64_t>(ap.offset) +
+                (std::max<int64_t>(0, span) + ap.max_element_offset_exclusive()) * es;
+  } else {
+    r.part_lo = ap.start_partition;
+    r.part_hi = ap.start_partition + ap.partitions;
+    r.byte_lo = static_cast<int64_t>(ap.offset) + ap.min_element_offset() * es;
+    r.byte_hi = static_cast<int64_t>(ap.offset) + ap.max_element_offset_exclusive() * es;
+  }
+  return r;
+}
+
 }  // namespace trnsim::isa

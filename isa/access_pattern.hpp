@@ -108,4 +108,18 @@ void for_each_free_run(const AccessPattern& ap, Fn&& fn) {
       }
 }
 
+// The bytes an access pattern can touch: a partition range and a byte range in each (HBM: one
+// range over all partitions). Two accesses conflict when their regions overlap.
+struct Region {
+  Memory memory = Memory::sbuf;
+  int64_t part_lo = 0, part_hi = 0;
+  int64_t byte_lo = 0, byte_hi = 0;
+  bool overlaps(const Region& o) const {
+    return memory == o.memory && part_lo < o.part_hi && o.part_lo < part_hi &&
+           byte_lo < o.byte_hi && o.byte_lo < byte_hi;
+  }
+};
+
+Region region_of(const AccessPattern& ap);
+
 }  // namespace trnsim::isa

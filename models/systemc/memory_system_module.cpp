@@ -44,9 +44,10 @@ void MemorySystemModule::deliver(uint32_t id) {
   const DmaTransfer& t = memory_.transfer(id);
   CoreEndpoints& core = cores_[t.core];
   if (core.memory != nullptr) isa::execute(*t.instruction, *core.memory);
-  core.semaphores->apply(isa::SemaphoreUpdate{core.program->queues[t.queue].semaphore,
-                                              isa::SemaphoreUpdateKind::add,
-                                              static_cast<int64_t>(t.plan->engines)});
+  core.semaphores->apply(
+      isa::SemaphoreUpdate{core.program->queues[t.queue].semaphore, isa::SemaphoreUpdateKind::add,
+                           static_cast<int64_t>(t.plan->engines)},
+      SemaphoreFile::kDmaQueue);
   --outstanding_[t.core];
   delivered_.notify(sc_core::SC_ZERO_TIME);
   TransferRecord r;

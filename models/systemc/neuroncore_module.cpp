@@ -7,14 +7,20 @@
 namespace trnsim::models {
 
 EngineModule::EngineModule(sc_core::sc_module_name name, Engine engine, NeuronCore& core)
-    : sc_module(name), engine_(engine), core_(core) {
+    : sc_module(name), engine_(engine), core_(core), throttle_(core.arch) {
   const auto& stream = core.program.stream(engine);
   steps_.reserve(stream.size());
-  for (const auto& in : stream) {
+  const bool pipelined = core.arch.result_latency_cycles[index_of(engine)] > 0;
+  const std::vector<int32_t> producers =
+      pipelined ? same_engine_producers(stream) : std::vector<int32_t>();
+  for (size_t i = 0; i < stream.size(); ++i) {
+    const isa::Instruction& in = stream[i];
     StepCost c;
     c.cycles = instruction_cycles(in, core.arch);
     c.time = instruction_time(c.cycles, in, core.arch);  // the cycles worked out once
+    c.latency = result_latency(in, core.arch);
     c.ports = ports_of(in, core.arch);
+    if (pipelined) c.producer = producers[i];
     if (isa::is_dma(in.opcode)) {
       c.plan = static_cast<uint32_t>(core.dma_plans.size());
       core.dma_plans.push_back(plan_transfer(in, core.arch));
@@ -22,6 +28,7 @@ EngineModule::EngineModule(sc_core::sc_module_name name, Engine engine, NeuronCo
     steps_.push_back(c);
   }
   SC_THREAD(run);
+  SC_THREAD(writeback);
   // The functional model runs on this thread: Eigen's matrix products put their blocking
   // buffers on the stack (up to EIGEN_STACK_ALLOCATION_LIMIT, 128 KiB), more than SystemC's
   // default coroutine stack holds once a matmul contracts over 256 partitions (it crashed).
@@ -39,55 +46,102 @@ void EngineModule::run() {
     while (core_.running_kernel < static_cast<int64_t>(k)) wait(core_.kernel_started);
     const auto [begin, end] = core_.program.kernel_range(k, engine_);
     for (next_ = begin; next_ < end; ++next_) step(stream[next_], static_cast<uint32_t>(k));
+    while (!pending_updates_.empty()) wait(updates_drained_);
     ++core_.engines_finished;
     core_.engine_finished.notify(sc_core::SC_ZERO_TIME);
   }
 }
 
 void EngineModule::step(const isa::Instruction& in, uint32_t kernel) {
-  {
-    InstructionRecord r;
-    r.core = static_cast<int>(core_.id);
-    r.kernel = kernel;
-    r.engine = engine_;
-    r.index = static_cast<uint32_t>(next_);
-    r.ready = now();
-    for (const isa::SemaphoreWait& w : in.waits) {
-      while (core_.semaphores.value(w.semaphore) < w.value) {
-        blocked_ = &w;
-        r.blocked_on = w.semaphore;
-        core_.semaphores.wait_for_change(w.semaphore);
-      }
+  InstructionRecord r;
+  r.core = static_cast<int>(core_.id);
+  r.kernel = kernel;
+  r.engine = engine_;
+  r.index = static_cast<uint32_t>(next_);
+  r.ready = now();
+  for (const isa::SemaphoreWait& w : in.waits) {
+    while (core_.semaphores.value(w.semaphore) < w.value) {
+      blocked_ = &w;
+      r.blocked_on = w.semaphore;
+      core_.semaphores.wait_for_change(w.semaphore);
     }
-    blocked_ = nullptr;
-    const StepCost& cost = steps_[next_];
-    const uint32_t ports = cost.ports;
-    if (ports != 0) {
-      const Picoseconds want = now();
-      while ((core_.ports_held & ports) != 0) {
-        ++core_.port_waiters;
-        wait(core_.ports_released);
-        --core_.port_waiters;
-      }
-      r.port_wait = now() - want;
-      core_.ports_held |= ports;
+  }
+  blocked_ = nullptr;
+  const StepCost& cost = steps_[next_];
+  // Pipeline constraints: the results this instruction reads from its own engine, and the wake
+  // latency of a wait met by the semaphore's last update (an update long before, when the value
+  // had already reached the target, adds nothing).
+  Picoseconds earliest = now();
+  if (cost.producer >= 0) {
+    earliest = max(earliest, results_[cost.producer % kProducerWindow] +
+                                 wake_latency(SemaphoreSource::same_engine, core_.arch));
+  }
+  for (const isa::SemaphoreWait& w : in.waits) {
+    const SemaphoreFile::LastUpdate& u = core_.semaphores.last_update(w.semaphore);
+    if (u.before >= w.value) continue;
+    const SemaphoreSource source =
+        u.updater == SemaphoreFile::kDmaQueue
+            ? SemaphoreSource::dma_queue
+            : (u.updater == index_of(engine_) ? SemaphoreSource::same_engine
+                                              : SemaphoreSource::other_engine);
+    earliest = max(earliest, u.at + wake_latency(source, core_.arch));
+  }
+  if (earliest > now()) wait(to_sc_time(earliest - now()));
+  const uint32_t ports = cost.ports;
+  if (ports != 0) {
+    const Picoseconds want = now();
+    while ((core_.ports_held & ports) != 0) {
+      ++core_.port_waiters;
+      wait(core_.ports_released);
+      --core_.port_waiters;
     }
-    r.start = now();
-    wait(to_sc_time(cost.time));
-    if (ports != 0) {
-      core_.ports_held &= ~ports;
-      // Only a waiting engine needs waking: no delta cycle per instruction otherwise.
-      if (core_.port_waiters > 0) core_.ports_released.notify(sc_core::SC_ZERO_TIME);
+    r.port_wait = now() - want;
+    core_.ports_held |= ports;
+  }
+  r.start = now();
+  const Picoseconds busy =
+      throttle_.enabled() && engine_ == Engine::tensor && !isa::is_dma(in.opcode)
+          ? throttle_.busy_time(r.start, cost.time)
+          : cost.time;
+  wait(to_sc_time(busy));
+  if (ports != 0) {
+    core_.ports_held &= ~ports;
+    // Only a waiting engine needs waking: no delta cycle per instruction otherwise.
+    if (core_.port_waiters > 0) core_.ports_released.notify(sc_core::SC_ZERO_TIME);
+  }
+  if (isa::is_dma(in.opcode)) {
+    core_.memory_system.submit(core_.id, in, core_.dma_plans[cost.plan], r.index);
+  } else if (core_.memory != nullptr) {
+    // Applied now, before the results are due: whoever reads them waits for the semaphore
+    // update or for results_ below, both at the results' time.
+    isa::execute(in, *core_.memory);
+  }
+  const Picoseconds results = now() + cost.latency;
+  results_[next_ % kProducerWindow] = results;
+  if (cost.latency.value == 0 || in.updates.empty()) {
+    for (const isa::SemaphoreUpdate& u : in.updates) {
+      core_.semaphores.apply(u, static_cast<int8_t>(index_of(engine_)));
     }
-    if (isa::is_dma(in.opcode)) {
-      core_.memory_system.submit(core_.id, in, core_.dma_plans[cost.plan], r.index);
-    } else if (core_.memory != nullptr) {
-      isa::execute(in, *core_.memory);
+  } else {
+    pending_updates_.emplace_back(results, &in);
+    update_pending_.notify(sc_core::SC_ZERO_TIME);
+  }
+  r.end = now();
+  r.results = results;
+  r.cycles = cost.cycles;
+  core_.sink.on_instruction(r);
+}
+
+void EngineModule::writeback() {
+  for (;;) {
+    while (pending_updates_.empty()) wait(update_pending_);
+    const auto [at, in] = pending_updates_.front();
+    if (at > now()) wait(to_sc_time(at - now()));
+    for (const isa::SemaphoreUpdate& u : in->updates) {
+      core_.semaphores.apply(u, static_cast<int8_t>(index_of(engine_)));
     }
-    for (const isa::SemaphoreUpdate& u : in.updates) core_.semaphores.apply(u);
-    r.end = now();
-    r.cycles = cost.cycles;
-    core_.sink.on_instruction(r);
+    pending_updates_.pop_front();
+    if (pending_updates_.empty()) updates_drained_.notify(sc_core::SC_ZERO_TIME);
   }
 }
 

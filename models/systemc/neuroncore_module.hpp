@@ -5,6 +5,8 @@
 
 #include <systemc>
 
+#include <array>
+#include <deque>
 #include <memory>
 #include <string>
 #include <vector>
@@ -12,6 +14,7 @@
 #include "isa/program.hpp"
 #include "isa/semantics.hpp"
 #include "models/dma/dma_plan.hpp"
+#include "models/neuroncore/pipeline.hpp"
 #include "models/records/records.hpp"
 #include "models/systemc/host_module.hpp"
 #include "models/systemc/memory_system_module.hpp"
@@ -21,8 +24,11 @@ namespace trnsim::models {
 
 class NeuronCore;
 
-// One engine's sequencer: per instruction, wait for its semaphores, wait once for its cost,
-// apply its effect, then update its semaphores.
+// One engine's sequencer: per instruction, wait for its semaphores (and for the results of the
+// same engine's instruction it reads, and the semaphore's wake latency: models/neuroncore/
+// pipeline.hpp), wait once for its initiation interval, apply its effect, then update its
+// semaphores when its results are committed: at once without a result latency, else from the
+// engine's write-back thread, so that the engine can issue its next instruction meanwhile.
 class EngineModule : public sc_core::sc_module {
  public:
   SC_HAS_PROCESS(EngineModule);
@@ -38,20 +44,31 @@ class EngineModule : public sc_core::sc_module {
  private:
   void run();
   void step(const isa::Instruction& in, uint32_t kernel);
+  void writeback();
 
   Engine engine_;
   NeuronCore& core_;
   // Per instruction, computed before the run: its time, its cycles (for the record), the shared
   // ports it holds while running, and for a DMA its plan (NeuronCore::dma_plans).
+  // With a result latency, also that latency and the same-engine producer it waits for.
   struct StepCost {
     Picoseconds time;
+    Picoseconds latency;
     Cycles cycles;
     uint32_t ports = 0;
     uint32_t plan = 0;
+    int32_t producer = -1;
   };
   std::vector<StepCost> steps_;
   size_t next_ = 0;
   const isa::SemaphoreWait* blocked_ = nullptr;
+  // When the results of the last kProducerWindow instructions are committed, by stream position.
+  std::array<Picoseconds, kProducerWindow> results_{};
+  TensorThrottle throttle_;
+  // Semaphore updates waiting for their instruction's results, in issue order (one engine's
+  // result latency is the same for all its instructions, so they are due in order).
+  std::deque<std::pair<Picoseconds, const isa::Instruction*>> pending_updates_;
+  sc_core::sc_event update_pending_, updates_drained_;
 };
 
 // With several kernels, or a host model, a sequencer thread starts each kernel when the
