@@ -19,6 +19,7 @@
 #include "config/parameters.hpp"
 #include "sim/io/input_file.hpp"
 #include "sim/io/output_file.hpp"
+#include "sim/report/metrics.hpp"
 #include "sim/sweep/sweep_internal.hpp"
 
 namespace trnsim::sim::sweep_internal {
@@ -71,8 +72,11 @@ std::string error_line(const std::string& err) {
   return out;
 }
 
-json number_or_null(const json& summary, const std::string& key) {
-  return summary.contains(key) && summary[key].is_number() ? summary[key] : json();
+// Metric `id` of a stats.json as written, or null: read through the metric table, where an
+// undeclared id throws.
+json number_or_null(const json& stats, const std::string& id) {
+  const json* v = metric_json(stats, id);
+  return v != nullptr ? *v : json();
 }
 
 // The row of a finished point (its stats.json and exit status).
@@ -106,14 +110,14 @@ json make_row(const SweepSpec& s, const Point& p, int exit_code, const std::stri
   row["exit_code"] = exit_code;
   row["error"] = error;
   if (has_stats) {
-    const json& sm = stats["summary"];
     row["kernel"] = stats["workload"].value("name", std::string());
-    row["total_time_us"] = sm.value("total_time_ps", int64_t{0}) / 1e6;
-    row["neuroncore_cycle_count"] = number_or_null(sm, "neuroncore_cycle_count");
+    const json* ps = metric_json(stats, "total_time_ps");
+    row["total_time_us"] = (ps != nullptr ? ps->get<int64_t>() : int64_t{0}) / 1e6;
+    row["neuroncore_cycle_count"] = number_or_null(stats, "neuroncore_cycle_count");
     json metrics = json::object();
     std::string busiest;
     double most = -1;
-    for (const std::string& m : kRowMetrics) metrics[m] = number_or_null(sm, m);
+    for (const std::string& m : kRowMetrics) metrics[m] = number_or_null(stats, m);
     for (const auto& [m, name] : kBusyNames) {
       if (metrics[m].is_number() && metrics[m].get<double>() > most) {
         most = metrics[m].get<double>();
