@@ -101,12 +101,14 @@ std::vector<Metric> make_table() {
                     const uint64_t flops = r.stats.engine(Engine::tensor).flops;
                     return json(peak > 0 ? 100.0 * flops / peak : 0.0);
                   }));
-  add(summary_row("mbu_estimated_percent", U::percent, time, "MBU (estimated)",
-                  "100 x (`hbm_read_bytes` + `hbm_write_bytes`) / (`hbm_bytes_per_ns` x T)",
-                  [](const RunReport& r) {
-                    const double peak = r.arch.hbm_bytes_per_ns * r.total.ns();
-                    return json(peak > 0 ? 100.0 * hbm_bytes(r) / peak : 0.0);
-                  }));
+  add(summary_row(
+      "mbu_estimated_percent", U::percent, time, "MBU (estimated)",
+      "100 x (`hbm_read_bytes` + `hbm_write_bytes`) / (a core's share of the HBM bandwidth "
+      "x T); the share is `hbm.stack_bytes_per_ns` / `hbm.cores_per_stack`",
+      [](const RunReport& r) {
+        const double peak = r.arch.hbm_bytes_per_ns() * r.total.ns();
+        return json(peak > 0 ? 100.0 * hbm_bytes(r) / peak : 0.0);
+      }));
 
   add(host_row("total_time", U::seconds, "total time", "T, as in the summary"));
   add(host_row("device_time", U::seconds, "device time",
