@@ -35,6 +35,7 @@ constexpr const char* kUsage =
     "       trnsim asm PROGRAM.tasm [-o OUT.json]   assemble (adds synchronization)\n"
     "       trnsim disasm PROGRAM.json|PROGRAM.tasm [-o OUT.tasm]\n"
     "       trnsim isa [--markdown]                 list the instruction set\n"
+    "       trnsim metrics [--markdown|--json]      list the metrics of stats.json\n"
     "       trnsim check [WORKLOAD] --golden FILE [--update] [--set k=v]\n"
     "       trnsim params [--arch NAME|FILE] [--set k=v] [--json]   list every hardware parameter\n"
     "       trnsim sweep SWEEP.json [-j N] [--out DIR] [--resume]   run a parameter sweep\n"
@@ -107,6 +108,16 @@ int sc_main(int argc, char* argv[]) {
     app.add_flag("--markdown", markdown, "a Markdown table (docs/isa.md embeds it)");
     if (const int rc = parse(app, args); rc >= 0) return rc;
     return trnsim::sim::list_isa(markdown);
+  }
+  if (command == "metrics") {
+    args.erase(args.begin() + 1);
+    CLI::App app{"List the metrics of stats.json: key, unit, section and how each is computed",
+                 "trnsim metrics"};
+    bool markdown = false, json = false;
+    app.add_flag("--markdown", markdown, "Markdown tables (docs/metrics.md embeds them)");
+    app.add_flag("--json", json, "the table as JSON (what report.html reads)");
+    if (const int rc = parse(app, args); rc >= 0) return rc;
+    return trnsim::sim::list_metrics(markdown, json);
   }
   if (command == "check") {
     args.erase(args.begin() + 1);

@@ -11,6 +11,7 @@
 #include <sstream>
 
 #include "sim/io/exit_codes.hpp"
+#include "sim/report/metrics.hpp"
 
 namespace trnsim::sim {
 
@@ -116,15 +117,16 @@ std::vector<std::pair<std::string, double>> critical_path(const json& trace) {
 std::vector<Finding> diagnose(const json& stats,
                               const std::vector<std::pair<std::string, double>>& path) {
   std::vector<Finding> f;
-  const json& summary = stats.value("summary", json::object());
-  const double total = number(summary, "total_time");
+  // stats.json's summary and host metrics through the metric table, where an undeclared id
+  // throws (a misspelt one would otherwise read as 0); a run without one reads 0.
+  const double total = metric_or_zero(stats, "total_time");
   const json& host = stats.value("host", json());
   const json& choices = stats.value("choices", json::object());
   const json& kernels = stats.value("kernels", json::array());
   if (host.is_object() && total > 0) {
-    const double device = number(host, "device_time");
+    const double device = metric_or_zero(stats, "host.device_time");
     const double idle = total - device;
-    const size_t launches = host.value("kernel_launches", 0);
+    const auto launches = static_cast<size_t>(metric_or_zero(stats, "host.kernel_launches"));
     if (idle > 0.15 * total) {
       Finding x;
       x.cause = "host launch overhead";
@@ -133,7 +135,8 @@ std::vector<Finding> diagnose(const json& stats,
           "the device is idle {} of the {} total ({:.0f}%): {} kernel launch{}, host CPU {} "
           "(dispatch and launch calls), final synchronization {}",
           us(idle), us(total), 100 * idle / total, launches, launches == 1 ? "" : "es",
-          us(number(host, "host_cpu_time")), us(number(host, "synchronize_time")));
+          us(metric_or_zero(stats, "host.host_cpu_time")),
+          us(metric_or_zero(stats, "host.synchronize_time")));
       x.suggestion = choices.value("mode", "") == "eager" && launches > 1
                          ? "fuse these ops into fewer kernels: run the graph with \"mode\": "
                            "\"compile\", or use a fused op (rms_norm, layer_norm, softmax)"
@@ -145,11 +148,12 @@ std::vector<Finding> diagnose(const json& stats,
   const double inter = number(choices, "hbm_intermediate_bytes");
   if (inter > 0 && total > 0) {
     // Each intermediate is written once and read at least once.
-    const double bw = number(summary, "hbm_peak_bytes_per_second");
+    const double bw = metric_or_zero(stats, "hbm_peak_bytes_per_second");
     Finding x;
     x.cause = "HBM round trips between kernels";
     // Their share of the HBM traffic, times the device time spent bound by DMA.
-    const double traffic = number(summary, "hbm_read_bytes") + number(summary, "hbm_write_bytes");
+    const double traffic =
+        metric_or_zero(stats, "hbm_read_bytes") + metric_or_zero(stats, "hbm_write_bytes");
     double dma_bound = 0;
     for (const json& k : kernels) {
       if (k.value("bound_by", "") == "DMA") dma_bound += number(k, "duration");
@@ -327,7 +331,7 @@ int explain(const ExplainOptions& o) {
   }
   const json& w = stats.value("workload", json::object());
   std::cout << fmt::format("trnsim explain  {}  total {}\n", w.value("name", ""),
-                           us(number(stats.value("summary", json::object()), "total_time")));
+                           us(metric_or_zero(stats, "total_time")));
   if (!filtered.empty()) {
     std::cout << fmt::format(
         "note: trace.json was written with --trace-filter '{}'; the critical path sees only what "

@@ -9,6 +9,7 @@
 
 #include "models/neuroncore/cost.hpp"
 #include "sim/io/input_file.hpp"
+#include "sim/report/metrics.hpp"
 
 namespace trnsim::sim {
 
@@ -30,6 +31,7 @@ constexpr std::string_view kRunOpen = R"(<script type="application/json" class="
 constexpr std::string_view kEventsOpen =
     R"(<script type="application/octet-stream" class="trnsim-events">)";
 constexpr std::string_view kClose = "</script>";
+constexpr std::string_view kMetricsOpen = R"(<script type="application/json" id="trnsim-metrics">)";
 
 constexpr size_t kRecordsPerChunk = (64 << 10) / 40;  // 64 KiB of records between writes
 constexpr size_t kFlushBytes = 64 << 10;
@@ -183,6 +185,9 @@ void write_page(OutputFile& out, std::string_view title, F&& write_runs) {
   out.write(page.substr(0, title_at));
   out.write(html_text(title));
   out.write(page.substr(title_at + kTitleMark.size(), data - title_at - kTitleMark.size()));
+  // The metric table, which the page's metrics and utilization chart read (their units,
+  // sections, labels and meanings): this binary's, for every run in the page.
+  out.write(fmt::format("{}\n{}\n{}\n", kMetricsOpen, script_json(metric_table_json()), kClose));
   write_runs();
   out.write(page.substr(data + kDataMark.size()));
 }
