@@ -87,7 +87,10 @@ int run_nki_kernel(RunOptions o, const NkiKernelOptions& k) {
   const int traced = spawn(argv);
   int rc = traced;
   if (traced == 0) {
-    o.workload = dir + "/program.json";
+    // The tracer wrote one program, KERNEL.json, beside its inputs' .npy files.
+    for (const auto& entry : fs::directory_iterator(dir)) {
+      if (entry.path().extension() == ".json") o.workload = entry.path().string();
+    }
     rc = run(o);
   }
   std::error_code ignored;

@@ -93,9 +93,8 @@ def test_program_forms_give_the_same_cycles(case, tmp_path):
     """The traced program as JSON (with its inputs as .npy, trnsim's `run PROGRAM.json`) and as
     .tasm (trnsim's text form, timing only) simulate to the cycle count of the Python run."""
     r = run_case(case)
-    write_program(r.traced, str(tmp_path / "json"))
-    p = _cli("run", str(tmp_path / "json" / "program.json"), "--out", str(tmp_path / "out1"),
-             "--no-report")
+    program = write_program(r.traced, str(tmp_path / "json"))
+    p = _cli("run", program, "--out", str(tmp_path / "out1"), "--no-report")
     assert p.returncode == 0, p.stderr
     s1 = json.load(open(tmp_path / "out1" / "stats.json"))["summary"]
     assert s1["neuroncore_cycle_count"] == r.cycles

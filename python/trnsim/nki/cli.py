@@ -1,5 +1,5 @@
 """`trnsim run kernel.py`'s tracing step: imports the kernel file, traces the kernel with the
-inputs the user named, and writes the JSON program form (program.json, with each input's data as
+inputs the user named, and writes the JSON program form (KERNEL.json, with each input's data as
 a .npy file beside it and the outputs marked) for the trnsim binary to run.
 
     python3 -m trnsim.nki.cli kernel.py --emit DIR [--kernel NAME] [--input NAME=SPEC]...
@@ -127,7 +127,8 @@ def main(argv=None):
 
 
 def write_program(traced, directory):
-    """program.json (the JSON program form) with the inputs' data beside it as .npy files."""
+    """NAME.json (the JSON program form of kernel NAME) with the inputs' data beside it as .npy
+    files; returns its path."""
     os.makedirs(directory, exist_ok=True)
     doc = json.loads(traced.program.to_json())
     outputs = set(traced.outputs)
@@ -139,9 +140,11 @@ def write_program(traced, directory):
             t["data"] = file
         if t["name"] in outputs:
             t["output"] = True
-    with open(os.path.join(directory, "program.json"), "w") as f:
+    # Named after the kernel: the summary and stats.json name the program by its file.
+    with open(os.path.join(directory, f"{traced.name}.json"), "w") as f:
         json.dump(doc, f, indent=1)
         f.write("\n")
+    return os.path.join(directory, f"{traced.name}.json")
 
 
 if __name__ == "__main__":
