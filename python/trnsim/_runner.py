@@ -121,8 +121,10 @@ def run_program(program, inputs, fetch=(), out_dir=None, timing_only=False, repo
         out = {}
         for name, (data, dtype_name) in result["tensors"].items():
             out[name] = _decode(data, dtype_name, tuple(tensors[name]["shape"]))
-        return RunResult(result["exit_code"], stats, result["summary"], out,
-                         directory if keep else None)
+        summary = result["summary"]
+        if not keep:  # the files went with the temporary directory
+            summary = summary.replace(directory, "(not kept; run with out=DIR)")
+        return RunResult(result["exit_code"], stats, summary, out, directory if keep else None)
     finally:
         if not keep:
             shutil.rmtree(directory, ignore_errors=True)

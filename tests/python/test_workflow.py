@@ -107,3 +107,60 @@ def test_trnsim_run_kernel_py(tmp_path):
                         "--out", str(tmp_path / "out2"), "--no-report"],
                        capture_output=True, text=True)
     assert p.returncode == 0, p.stderr
+
+
+def _run_block(report):
+    lines = open(report, encoding="utf-8").read().splitlines()
+    i = lines.index('<script type="application/json" class="trnsim-run">')
+    return json.loads(lines[i + 1])
+
+
+def test_report_shows_the_kernel_source_with_per_line_time(tmp_path):
+    nki.profile(working_directory=str(tmp_path))(softmax.softmax_fused)(A)
+    block = _run_block(tmp_path / "report.html")
+    src = block["sources"]
+    assert [f["path"].endswith("kernels/softmax.py") for f in src["files"]] == [True]
+    text = src["files"][0]["text"]
+    by_line = {l["line"]: l for l in src["lines"]}
+    activation = next(i for i, t in enumerate(text, 1) if "nisa.activation_reduce(" in t)
+    scalar = [e["name"] for e in block["engines"]].index("ScalarE")
+    assert by_line[activation]["ps"][scalar] > 0  # its time is ScalarE's
+    assert by_line[activation]["count"] == 2  # one activation per row tile
+    # instructions carry their line as the timeline's slice label
+    assert by_line[activation]["at"] in block["labels"]
+    # the per-line times add up to the instructions' and transfers' busy time
+    stats = block["stats"]["summary"]
+    busy = sum(stats[f"{e}_engine_active_time"] for e in ("tensor", "vector", "scalar", "gpsimd",
+                                                           "sync"))
+    engine_ps = sum(sum(l["ps"][:5]) for l in src["lines"])
+    assert abs(engine_ps * 1e-12 - busy) < 1e-9
+
+
+def test_report_source_view_renders_in_a_browser(tmp_path):
+    import shutil
+    browser = next((b for b in ("chromium", "chromium-browser", "google-chrome")
+                    if shutil.which(b)), None)
+    if browser is None:
+        import pytest
+        pytest.skip("no headless browser (chromium) installed")
+    nki.profile(working_directory=str(tmp_path))(softmax.softmax_fused)(A)
+    p = subprocess.run([browser, "--headless", "--no-sandbox", "--disable-gpu",
+                        f"--user-data-dir={tmp_path / 'profile'}",
+                        "--virtual-time-budget=5000", "--dump-dom",
+                        f"file://{tmp_path / 'report.html'}"], capture_output=True, text=True,
+                       timeout=120)
+    assert 'data-source-lines="6"' in p.stdout, p.stderr[-2000:]
+    assert "data-error" not in p.stdout
+
+
+def test_explain_names_kernel_lines(tmp_path):
+    nki.run(softmax.softmax_fused, A, out=str(tmp_path), report=False)
+    p = subprocess.run([os.environ["TRNSIM_BINARY"], "explain", str(tmp_path)],
+                       capture_output=True, text=True)
+    assert p.returncode == 0, p.stderr
+    assert "critical path by kernel line" in p.stdout
+    assert "kernels/softmax.py:" in p.stdout
+    p = subprocess.run([os.environ["TRNSIM_BINARY"], "explain", str(tmp_path), "--json"],
+                       capture_output=True, text=True)
+    causes = [f["cause"] for f in json.loads(p.stdout)["findings"]]
+    assert "critical path by kernel line" in causes

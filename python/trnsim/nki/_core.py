@@ -374,7 +374,8 @@ class KernelTrace:
         self.arch = info
         self.partitions = info["partitions"]
         self.max_queues = info["dma_queues"]
-        self.sbuf_alloc = ByteAllocator(info["sbuf_partition_bytes"], 4, "SBUF")
+        # SBUF rows in 64-byte steps, as .tasm buffers; PSUM by 4 bytes within a bank.
+        self.sbuf_alloc = ByteAllocator(info["sbuf_partition_bytes"], 64, "SBUF")
         self.bank_bytes = info["psum_partition_bytes"] // info["psum_banks"]
         self.psum_alloc = ByteAllocator(info["psum_partition_bytes"], 4, "PSUM")
         self.active = True
