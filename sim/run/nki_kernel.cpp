@@ -72,9 +72,18 @@ int run_nki_kernel(RunOptions o, const NkiKernelOptions& k) {
     return kBadInput;
   }
   const std::string dir = tmpl;
+  // An interpreter without the package (or a build without the module) is one error line too.
+  constexpr const char* kLauncher =
+      "import sys\n"
+      "try:\n"
+      "    from trnsim.nki.cli import main\n"
+      "except ImportError as e:\n"
+      "    print('trnsim: error: ' + str(e).replace(chr(10), ' '), file=sys.stderr)\n"
+      "    sys.exit(2)\n"
+      "sys.exit(main(sys.argv[1:]))\n";
   std::vector<std::string> argv = {python_executable(),
-                                   "-m",
-                                   "trnsim.nki.cli",
+                                   "-c",
+                                   kLauncher,
                                    o.workload,
                                    "--emit",
                                    dir,
