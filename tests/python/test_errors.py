@@ -38,6 +38,8 @@ CASES = [
      "bn_stats takes at most 512"),
     ("gpsimd_psum", (A,), NkiValidationError, "which GpSimdE cannot reach"),
     ("unknown_name", (A,), NkiUnsupportedError, "nl.frobnicate"),
+    ("masked_matmul", (A, B[:, :512].copy()), NkiUnsupportedError,
+     "a mask on this instruction is not modelled"),
 ]
 
 

@@ -199,3 +199,22 @@ def test_low_precision_inputs_round_as_the_hardware(dtype, tol):
     out = nki.run(double, X, input_dtypes={"x": dtype}, report=False).outputs
     np.testing.assert_allclose(out, 2 * X, rtol=tol, atol=tol)
     assert not np.array_equal(out, 2 * X)  # rounded: not the fp32 result
+
+
+@nki.jit
+def masked_reduce(x):
+    """Earlier API: a masked reduction writes only the masked rows of its full-size result."""
+    ip = nl.arange(128)[:, None]
+    jf = nl.arange(64)[None, :]
+    a = nl.load(x[ip, jf])
+    s = nl.zeros((128, 1), dtype=nl.float32)
+    s[...] = nisa.tensor_reduce(nl.add, a, axis=[1], mask=(ip < 100))
+    m = nisa.tensor_reduce(np.max, a[ip, jf], axis=[1], mask=(jf < 10))
+    return store(s), store(m)
+
+
+def test_masked_reduce():
+    s, m = nki.simulate_kernel(masked_reduce, X)
+    np.testing.assert_allclose(s[:100, 0], X[:100].sum(axis=1), rtol=1e-5, atol=1e-5)
+    np.testing.assert_array_equal(s[100:, 0], 0.0)
+    np.testing.assert_array_equal(m[:, 0], X[:, :10].max(axis=1))

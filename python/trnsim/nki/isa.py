@@ -234,6 +234,14 @@ def _limits(call, kw, ndim):
     return nl._mask_limits(call, kw.get("mask"), ndim)
 
 
+def _no_mask(call, kw):
+    """Masks are modelled where every operand has the destination's shape; elsewhere (operands
+    of other shapes, patterns) a mask raises rather than being ignored."""
+    if kw.get("mask") is not None:
+        unsupported(call, "a mask on this instruction is not modelled (only on instructions "
+                          "whose operands all have the destination's shape)")
+
+
 def _done(call, new, kw, out, idx, limits=None, matmul=False):
     if new:
         return NkiInstruction(idx, kw.get("name"))
@@ -266,6 +274,7 @@ def nc_matmul(*args, **kwargs):
     else:
         kw = _bind(call, args, kwargs, [("stationary", _REQ), ("moving", _REQ)] + common +
                    [("mask", None)])
+    _no_mask(call, kw)
     if kw["tile_position"] or kw["tile_size"]:
         unsupported(call, "PE tiling (tile_position, tile_size) is not modelled")
     pm = kw["perf_mode"]
@@ -301,6 +310,7 @@ def nc_transpose(*args, **kwargs):
     else:
         kw = _bind(call, args, kwargs, [("data", _REQ), ("mask", None), ("dtype", None),
                                         ("engine", None)])
+    _no_mask(call, kw)
     data = _tile(call, kw["data"], "data")
     if len(data.shape) != 2:
         data = data.reshape((data.shape[0], free_elements(data)))
@@ -520,15 +530,20 @@ def tensor_reduce(*args, **kwargs):
         idx = nl._reduce_into(call, op, dst, data, axes, kw["negate"])
         return NkiInstruction(idx, kw.get("name"))
     limits = _limits(call, kw, len(data.shape))
-    if limits:
-        from ._tensor import apply_limits
-        data = apply_limits(data, limits)
     kept = tuple(data.shape[:axes[0]]) + ((1,) * len(axes) if kw["keepdims"] else ())
     if len(kept) < 2:
         kept = (data.shape[0], 1)
     out = _old_out(call, kept, _dtype_arg(call, kw, data.dtype))
-    idx = nl._reduce_into(call, op, out, data, axes, kw["negate"])
-    return _done(call, False, kw, out, idx)
+    src, dst, kept_limits = data, out, None
+    if limits:
+        from ._tensor import apply_limits
+        kept_limits = {a: r for a, r in limits.items() if a < axes[0]}
+        src = apply_limits(data, limits)
+        dst = apply_limits(out, kept_limits)
+        if src is None or dst is None:
+            return out
+    idx = nl._reduce_into(call, op, dst, src, axes, kw["negate"])
+    return _done(call, False, kw, out, idx, kept_limits)
 
 
 def tensor_scalar_reduce(*args, **kwargs):
@@ -545,6 +560,7 @@ def tensor_scalar_reduce(*args, **kwargs):
         kw = _bind(call, args, kwargs, [("data", _REQ), ("op0", _REQ), ("operand0", _REQ),
                                         ("reduce_op", _REQ), ("reduce_res", _REQ),
                                         ("reverse0", False), ("dtype", None), ("mask", None)])
+    _no_mask(call, kw)
     data = _tile(call, kw["data"], "data")
     if kw.get("reduce_cmd", reduce_cmd.reset_reduce) != reduce_cmd.reset_reduce:
         unsupported(call, "accumulation across instructions (reduce_cmd other than "
@@ -582,6 +598,7 @@ def tensor_tensor_scan(*args, **kwargs):
         kw = _bind(call, args, kwargs, [("dst", _REQ)] + params + [("name", None)])
     else:
         kw = _bind(call, args, kwargs, params + [("dtype", None), ("mask", None)])
+    _no_mask(call, kw)
     d0 = _tile(call, kw["data0"], "data0")
     d1 = _tile(call, kw["data1"], "data1")
     extra = {"op0": _alu(call, kw["op0"], "op0"), "op1": _alu(call, kw["op1"], "op1"),
@@ -732,6 +749,7 @@ def iota(*args, **kwargs):
         idx = tr.emit(call, OP["iota"], POOL, d, (), extra)
         return NkiInstruction(idx, kw.get("name"))
     kw = _bind(call, args, kwargs, [("expr", _REQ), ("dtype", _REQ), ("mask", None)])
+    _no_mask(call, kw)
     e = Index.of(kw["expr"])
     if e is None:
         fail(call, "expr must be an affine expression of nl.arange indices", TypeError)
@@ -775,6 +793,7 @@ def affine_select(*args, **kwargs):
         return NkiInstruction(idx, kw.get("name"))
     kw = _bind(call, args, kwargs, [("pred", _REQ), ("on_true_tile", _REQ),
                                     ("on_false_value", _REQ), ("mask", None), ("dtype", None)])
+    _no_mask(call, kw)
     pred = kw["pred"]
     if not isinstance(pred, _core.Cmp):
         fail(call, "pred must be one affine comparison of nl.arange indices (e.g. iy < ix)",
@@ -797,6 +816,7 @@ def _stats(call, opcode, args, kwargs, width):
         kw = _bind(call, args, kwargs, [("dst", _REQ), ("data", _REQ), ("name", None)])
     else:
         kw = _bind(call, args, kwargs, [("data", _REQ), ("mask", None), ("dtype", None)])
+    _no_mask(call, kw)
     data = _tile(call, kw["data"], "data")
     if new:
         idx = nl._emit(call, OP[opcode], DVE, _tile(call, kw["dst"], "dst"), (data,))
@@ -838,6 +858,7 @@ def max8(*args, **kwargs):
         kw = _bind(call, args, kwargs, [("dst", _REQ), ("src", _REQ), ("name", None)])
     else:
         kw = _bind(call, args, kwargs, [("src", _REQ), ("mask", None), ("dtype", None)])
+    _no_mask(call, kw)
     src = _tile(call, kw["src"], "src")
     if new:
         idx = nl._emit(call, OP["max8"], DVE, _tile(call, kw["dst"], "dst"), (src,))
@@ -856,6 +877,7 @@ def nc_find_index8(*args, **kwargs):
     else:
         kw = _bind(call, args, kwargs, [("data", _REQ), ("vals", _REQ), ("mask", None),
                                         ("dtype", None)])
+    _no_mask(call, kw)
     data = _tile(call, kw["data"], "data")
     vals = _tile(call, kw["vals"], "vals")
     if new:
@@ -875,6 +897,7 @@ def nc_match_replace8(*args, **kwargs):
     else:
         kw = _bind(call, args, kwargs, [("data", _REQ), ("vals", _REQ), ("imm", _REQ),
                                         ("dst_idx", None), ("mask", None), ("dtype", None)])
+    _no_mask(call, kw)
     if kw["dst_idx"] is not None:
         unsupported(call, "dst_idx (the replaced positions) is not modelled")
     data = _tile(call, kw["data"], "data")
@@ -899,6 +922,7 @@ def range_select(*args, **kwargs):
         kw = _bind(call, args, kwargs, [("dst", _REQ)] + params + [("name", None)])
     else:
         kw = _bind(call, args, kwargs, params + [("mask", None), ("dtype", None)])
+    _no_mask(call, kw)
     src = _tile(call, kw["on_true_tile"], "on_true_tile")
     if trace().arch["name"] == "trn1":
         fail(call, "range_select needs NeuronCore-v3 or later")
@@ -941,6 +965,7 @@ def tensor_partition_reduce(*args, **kwargs):
     else:
         kw = _bind(call, args, kwargs, [("op", _REQ), ("data", _REQ), ("mask", None),
                                         ("dtype", None)])
+    _no_mask(call, kw)
     data = _tile(call, kw["data"], "data")
     op = _alu(call, kw["op"])
     if op not in (ALU["add"], ALU["max"], ALU["min"], ALU["mean"]):
@@ -963,6 +988,7 @@ def local_gather(*args, **kwargs):
         kw = _bind(call, args, kwargs, [("dst", _REQ)] + params + [("name", None)])
     else:
         kw = _bind(call, args, kwargs, params + [("mask", None)])
+    _no_mask(call, kw)
     src = _tile(call, kw["src_buffer"], "src_buffer")
     index = _tile(call, kw["index"], "index")
     per = int(kw["num_elem_per_idx"])
@@ -995,6 +1021,7 @@ def nc_stream_shuffle(*args, **kwargs):
         kw = _bind(call, args, kwargs, names + [("mask", None), ("dtype", None)])
     else:
         fail(call, "takes dst, src and shuffle_mask", TypeError)
+    _no_mask(call, kw)
     src = _tile(call, kw["src"], "src")
     dst = _tile(call, kw["dst"], "dst")
     mask = list(kw["shuffle_mask"])
@@ -1047,6 +1074,7 @@ def dma_transpose(*args, **kwargs):
     else:
         kw = _bind(call, args, kwargs, [("src", _REQ), ("axes", None), ("mask", None),
                                         ("dtype", None), ("dge_mode", dge_mode.unknown)])
+    _no_mask(call, kw)
     src = kw["src"]
     if not isinstance(src, NkiTensor) or len(src.shape) != 2:
         unsupported(call, "only 2-D transposes (axes=(1, 0)) are modelled")

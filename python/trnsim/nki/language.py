@@ -107,6 +107,11 @@ def _mask_limits(call, mask, ndim):
                "nl.program_id) combined with &", TypeError)
 
 
+def _no_mask(call, mask):
+    if mask is not None:
+        unsupported(call, "a mask on this call is not modelled")
+
+
 def _on_chip(call, x, what="x"):
     if not isinstance(x, NkiTensor):
         fail(call, f"expected a tile for '{what}', got {type(x).__name__}", TypeError)
@@ -765,6 +770,7 @@ all_reduce = _unsupported_fn("all_reduce", "(across SPMD programs) is not modell
 
 def var(x, axis, dtype=None, keepdims=False, mask=None, **kwargs):
     call = "nl.var"
+    _no_mask(call, mask)
     x = _on_chip(call, x)
     axes = _axes(call, x, axis)
     m = mean(x, axis=axis, keepdims=True, dtype=float32)
@@ -817,6 +823,7 @@ def _psum_mark(view):
 
 def transpose(x, dtype=None, mask=None, **kwargs):
     call = "nl.transpose"
+    _no_mask(call, mask)
     x = _on_chip(call, x)
     if len(x.shape) != 2:
         fail(call, f"parameter 'x{list(x.shape)}' of 'transpose' exceed max supported number of "
@@ -863,6 +870,7 @@ def rms_norm(x, w, axis, n, epsilon=1e-6, dtype=None, compute_dtype=None, mask=N
     """x / sqrt(sum(x^2)/n + epsilon) * w (w of x's shape): ScalarE square with its sum, VectorE
     scale-and-add, ScalarE rsqrt, then VectorE scale and multiply."""
     call = "nl.rms_norm"
+    _no_mask(call, mask)
     x = _on_chip(call, x)
     w = _on_chip(call, w, "w")
     axes = _axes(call, x, axis)
@@ -911,6 +919,7 @@ def where(condition, x, y, dtype=None, mask=None, **kwargs):
 
 def gather_flattened(data, indices, axis=0, dtype=None, mask=None, **kwargs):
     call = "nl.gather_flattened"
+    _no_mask(call, mask)
     data = _on_chip(call, data, "data")
     indices = _on_chip(call, indices, "indices")
     out = _out_tile(call, indices.shape, data.dtype)

@@ -85,3 +85,14 @@ def unknown_name(a):
 def python_error(a):
     out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
     return out + 1 / 0  # MARK python_error
+
+
+@nki.jit
+def masked_matmul(a, b):
+    out = nl.ndarray((128, 512), dtype=nl.float32, buffer=nl.shared_hbm)
+    ip = nl.arange(128)[:, None]
+    x = nl.load(a)
+    y = nl.load(b)
+    r = nisa.nc_matmul(x, y, mask=(ip < 64))  # MARK masked_matmul
+    nl.store(out, nl.copy(r))
+    return out
