@@ -112,6 +112,11 @@ def test_program_forms_give_the_same_cycles(case, tmp_path):
 
 
 def test_gemm_levels_get_faster():
-    """Each level of the GEMM walk-through is faster than the one before on trn2."""
-    times = [run_case(c).total_time_us for c in CASES if c[0].startswith("gemm_")]
-    assert times == sorted(times, reverse=True), times
+    """The GEMM walk-through on trn2: hoisting lhsT's loads beats naive tiling (110.8 -> 105.6 us
+    when written); blocking the free dimensions more than halves it (46.6 us); loading each byte
+    once, early, keeps that (46.4 us: at this size blocking already loads lhsT only twice)."""
+    naive, hoisted, blocked, loads = [run_case(c).total_time_us for c in CASES
+                                      if c[0].startswith("gemm_")]
+    assert hoisted < naive
+    assert 2 * blocked < hoisted and 2 * loads < hoisted
+    assert loads <= blocked * 1.01
