@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 #include <fstream>
+#include <functional>
 #include <iostream>
 #include <map>
 #include <sstream>
@@ -22,6 +23,7 @@ namespace {
 struct Slice {
   double start = 0, end = 0;  // microseconds, as in the trace
   int lane = 0;               // index into lanes
+  int group = 0;              // what its time counts for: its lane, or its source line
 };
 
 std::string us(double seconds) {
@@ -36,7 +38,12 @@ double number(const json& j, const char* key) {
 
 }  // namespace
 
-std::vector<std::pair<std::string, double>> critical_path(const json& trace) {
+namespace {
+
+// The critical-path walk (critical_path's comment), with its time grouped by lane, or by the
+// slices' `by` argument ("source": the kernel's file:line; slices without one by lane).
+std::vector<std::pair<std::string, double>> walk_critical_path(const json& trace,
+                                                               const std::string& by) {
   std::map<std::pair<int, int>, std::string> names;
   for (const json& e : trace.value("traceEvents", json::array())) {
     if (e.value("ph", "") == "M" && e.value("name", "") == "thread_name") {
@@ -44,6 +51,7 @@ std::vector<std::pair<std::string, double>> critical_path(const json& trace) {
     }
   }
   std::map<std::pair<int, int>, int> lane_of;
+  std::map<std::string, int> group_of;  // source line -> its entry in lanes
   std::vector<std::string> lanes;
   std::vector<Slice> slices;
   for (const json& e : trace.value("traceEvents", json::array())) {
@@ -51,9 +59,21 @@ std::vector<std::pair<std::string, double>> critical_path(const json& trace) {
     const std::string cat = e.value("cat", "");
     const std::pair<int, int> key{e.value("pid", 0), e.value("tid", 0)};
     if (cat != "instruction" && cat != "dma") continue;
-    auto [it, fresh] = lane_of.emplace(key, static_cast<int>(lanes.size()));
-    if (fresh) lanes.push_back(names.count(key) ? names[key] : fmt::format("lane {}", key.second));
-    slices.push_back({number(e, "ts"), number(e, "ts") + number(e, "dur"), it->second});
+    auto [lane_it, lane_fresh] = lane_of.emplace(key, static_cast<int>(lanes.size()));
+    if (lane_fresh)
+      lanes.push_back(names.count(key) ? names[key] : fmt::format("lane {}", key.second));
+    int group = lane_it->second;
+    const json& args = e.value("args", json::object());
+    const auto grouped = by.empty() ? args.end() : args.find(by);
+    if (grouped != args.end() && grouped->is_string()) {
+      auto [g, g_fresh] = group_of.emplace(grouped->get<std::string>(), 0);
+      if (g_fresh) {
+        g->second = static_cast<int>(lanes.size());
+        lanes.push_back(g->first);
+      }
+      group = g->second;
+    }
+    slices.push_back({number(e, "ts"), number(e, "ts") + number(e, "dur"), lane_it->second, group});
   }
   std::vector<std::pair<std::string, double>> out;
   if (slices.empty()) return out;
@@ -74,7 +94,7 @@ std::vector<std::pair<std::string, double>> critical_path(const json& trace) {
   }
   for (size_t steps = 0; steps < slices.size(); ++steps) {
     const Slice& s = slices[cur];
-    on_path[s.lane] += s.end - s.start;
+    on_path[s.group] += s.end - s.start;
     // Candidates: the lane's previous slice, and the slice on any lane that ended last before
     // this one started (what released its semaphore wait, or triggered its transfer). The
     // later-ending one is the predecessor; a gap before it is latency or idle time.
@@ -112,6 +132,24 @@ std::vector<std::pair<std::string, double>> critical_path(const json& trace) {
   std::sort(out.begin(), out.end(),
             [](const auto& a, const auto& b) { return a.second > b.second; });
   return out;
+}
+
+}  // namespace
+
+std::vector<std::pair<std::string, double>> critical_path(const json& trace) {
+  return walk_critical_path(trace, "");
+}
+
+std::vector<std::pair<std::string, double>> critical_path_lines(const json& trace) {
+  bool any = false;
+  for (const json& e : trace.value("traceEvents", json::array())) {
+    if (e.value("ph", "") == "X" && e.value("args", json::object()).contains("source")) {
+      any = true;
+      break;
+    }
+  }
+  if (!any) return {};
+  return walk_critical_path(trace, "source");
 }
 
 std::vector<Finding> diagnose(const json& stats,
@@ -310,14 +348,33 @@ int explain(const ExplainOptions& o) {
     spdlog::error("{}: no stats.json here; give the --out directory of a trnsim run", o.dir);
     return kBadInput;
   }
-  std::vector<std::pair<std::string, double>> path;
+  std::vector<std::pair<std::string, double>> path, lines;
   std::string filtered;
   if (read("trace.json", trace)) {
     path = critical_path(trace);
+    lines = critical_path_lines(trace);
     const json other = trace.value("otherData", json::object());
     filtered = other.value("trace_filter", "");
   }
-  const std::vector<Finding> f = diagnose(stats, path);
+  std::vector<Finding> f = diagnose(stats, path);
+  if (!lines.empty()) {
+    // A kernel traced from Python (NKI): its lines, not instruction positions.
+    double sum = 0;
+    for (const auto& l : lines) sum += l.second;
+    std::string text;
+    for (size_t i = 0; i < lines.size() && i < 5; ++i) {
+      text += fmt::format("{}{} {} ({:.0f}%)", i ? ", " : "", lines[i].first, us(lines[i].second),
+                          sum > 0 ? 100 * lines[i].second / sum : 0.0);
+    }
+    Finding x;
+    x.cause = "critical path by kernel line";
+    x.evidence = "time on the device's critical path by the kernel's source line: " + text;
+    x.suggestion = fmt::format("start with {}: the line whose instructions hold the run back most",
+                               lines.front().first);
+    auto at = std::find_if(f.begin(), f.end(),
+                           [](const Finding& g) { return g.cause == "critical path"; });
+    f.insert(at == f.end() ? f.end() : at + 1, x);
+  }
   if (o.json) {
     json out = json::array();
     for (const Finding& x : f) {
