@@ -32,8 +32,8 @@ Footprint footprint(const Instruction& in) {
   for_each_operand(in, [&](const AccessPattern& ap, bool written) {
     if (ap.present()) (written ? f.writes : f.reads).push_back(region_of(ap));
   });
-  // An accumulation group reads what it adds to.
-  if (in.opcode == Opcode::matmul && in.dst.present()) f.reads.push_back(region_of(in.dst));
+  // An accumulation group reads what it adds to; copy_predicated keeps part of dst.
+  if (isa::reads_dst(in) && in.dst.present()) f.reads.push_back(region_of(in.dst));
   return f;
 }
 

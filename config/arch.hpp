@@ -113,10 +113,10 @@ struct ArchConfig {
   double dma_transpose_hbm_fraction{};
   double dma_transpose_sbuf_fraction{};
 
-  // HBM. hbm_bytes_per_ns is the core's share of the chip's bandwidth (the MBU denominator);
-  // the detailed model below is per stack, shared by hbm.cores_per_stack cores.
+  // HBM. The bandwidth is one parameter, the stack's (hbm.stack_bytes_per_ns, below), which
+  // drives time; a core's share of it is derived (hbm_bytes_per_ns()), so that a what-if on
+  // the bandwidth moves the time and MBU together.
   uint64_t hbm_capacity_bytes{};  // the chip's HBM over its cores
-  double hbm_bytes_per_ns{};      // the chip's HBM bandwidth over its cores
   // Fixed latency of the path from a DMA engine to the HBM controller and back (network on
   // chip, controller, PHY), on top of the DRAM timing below.
   double hbm_latency_ns{};
@@ -143,6 +143,11 @@ struct ArchConfig {
     // One burst on one pseudo-channel's data bus, in ns.
     double burst_ns() const { return burst_bytes * pseudo_channels / stack_bytes_per_ns; }
   } hbm;
+
+  // A core's share of the HBM bandwidth (B/ns = GB/s): its stack's peak over the cores that
+  // share the stack; the chip's bandwidth over its cores when every stack serves the same number
+  // of cores (trn1 410, trn2 362.5, trn3 612.5). The MBU denominator (docs/metrics.md).
+  double hbm_bytes_per_ns() const { return hbm.stack_bytes_per_ns / hbm.cores_per_stack; }
 
   // The host: PyTorch dispatching ops on the CPU (framework), the Neuron runtime launching
   // kernels (runtime), and the device starting them (docs/architecture.md, "Host model").

@@ -124,8 +124,6 @@ const std::vector<Parameter> kParameters = {
                  "DMA transpose rate SBUF to SBUF"),
     TRNSIM_PARAM("hbm_capacity_bytes", hbm_capacity_bytes, K::integer, 1 << 20, kBig, "bytes",
                  "HBM per core"),
-    TRNSIM_PARAM("hbm_bytes_per_ns", hbm_bytes_per_ns, K::real, 0.01, 1e6, "B/ns",
-                 "HBM bandwidth per core (GB/s)"),
     TRNSIM_PARAM("hbm_latency_ns", hbm_latency_ns, K::real, 0, 1e6, "ns",
                  "fixed HBM access path latency"),
     TRNSIM_PARAM("hbm.cores_per_stack", hbm.cores_per_stack, K::integer, 1, 64, "cores",
@@ -236,6 +234,12 @@ std::vector<std::string> parameter_names() {
 }
 
 std::string unknown_parameter_text(const std::string& name) {
+  // Parameters that were dropped, and what to set instead.
+  if (name == "hbm_bytes_per_ns") {
+    return "no longer a parameter: a core's share of the HBM bandwidth (the MBU denominator) is "
+           "derived as hbm.stack_bytes_per_ns / hbm.cores_per_stack; set hbm.stack_bytes_per_ns "
+           "(one stack's peak, B/ns), which drives time, instead";
+  }
   const std::string near = base::closest_name(name, parameter_names());
   return fmt::format("unknown parameter{} (trnsim params lists them)",
                      near.empty() ? "" : fmt::format("; did you mean {}?", near));

@@ -8,7 +8,8 @@ namespace trnsim::isa {
 
 namespace {
 constexpr std::array<std::string_view, kDTypeCount> kNames = {
-    "fp32", "bf16", "fp16", "fp8_e4m3", "fp8_e5m2", "int32", "int8", "uint8"};
+    "fp32", "bf16",  "fp16",  "fp8_e4m3", "fp8_e5m2", "int32",
+    "int8", "uint8", "int16", "uint16",   "uint32"};
 
 uint32_t bits_of(float f) {
   uint32_t b;
@@ -175,6 +176,12 @@ float round_to(DType t, float f) {
       return to_int<int8_t>(f);
     case DType::uint8:
       return to_int<uint8_t>(f);
+    case DType::int16:
+      return to_int<int16_t>(f);
+    case DType::uint16:
+      return to_int<uint16_t>(f);
+    case DType::uint32:
+      return to_int<uint32_t>(f);
   }
   return f;
 }
@@ -205,6 +212,21 @@ float load_element(DType t, const uint8_t* p) {
       return static_cast<float>(static_cast<int8_t>(*p));
     case DType::uint8:
       return static_cast<float>(*p);
+    case DType::int16: {
+      int16_t i;
+      std::memcpy(&i, p, sizeof i);
+      return static_cast<float>(i);
+    }
+    case DType::uint16: {
+      uint16_t i;
+      std::memcpy(&i, p, sizeof i);
+      return static_cast<float>(i);
+    }
+    case DType::uint32: {
+      uint32_t i;
+      std::memcpy(&i, p, sizeof i);
+      return static_cast<float>(i);
+    }
   }
   return 0.0f;
 }
@@ -237,6 +259,21 @@ void store_element(DType t, uint8_t* p, float f) {
     case DType::uint8:
       *p = static_cast<uint8_t>(saturated_int<uint8_t>(f));
       return;
+    case DType::int16: {
+      const auto i = static_cast<int16_t>(saturated_int<int16_t>(f));
+      std::memcpy(p, &i, sizeof i);
+      return;
+    }
+    case DType::uint16: {
+      const auto i = static_cast<uint16_t>(saturated_int<uint16_t>(f));
+      std::memcpy(p, &i, sizeof i);
+      return;
+    }
+    case DType::uint32: {
+      const auto i = static_cast<uint32_t>(saturated_int<uint32_t>(f));
+      std::memcpy(p, &i, sizeof i);
+      return;
+    }
   }
 }
 

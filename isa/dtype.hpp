@@ -11,26 +11,44 @@
 
 namespace trnsim::isa {
 
-enum class DType : uint8_t { fp32, bf16, fp16, fp8_e4m3, fp8_e5m2, int32, int8, uint8 };
-constexpr int kDTypeCount = 8;
+// int16, uint16 and uint32 came with NKI kernels (nc_find_index8 writes uint32 indices,
+// local_gather reads uint16 ones); they are appended so the earlier codes keep their values.
+enum class DType : uint8_t {
+  fp32,
+  bf16,
+  fp16,
+  fp8_e4m3,
+  fp8_e5m2,
+  int32,
+  int8,
+  uint8,
+  int16,
+  uint16,
+  uint32
+};
+constexpr int kDTypeCount = 11;
 constexpr std::array<DType, kDTypeCount> kAllDTypes = {
-    DType::fp32,     DType::bf16,  DType::fp16, DType::fp8_e4m3,
-    DType::fp8_e5m2, DType::int32, DType::int8, DType::uint8};
+    DType::fp32, DType::bf16,  DType::fp16,  DType::fp8_e4m3, DType::fp8_e5m2, DType::int32,
+    DType::int8, DType::uint8, DType::int16, DType::uint16,   DType::uint32};
 
 constexpr uint32_t size_of(DType t) {
   switch (t) {
     case DType::fp32:
     case DType::int32:
+    case DType::uint32:
       return 4;
     case DType::bf16:
     case DType::fp16:
+    case DType::int16:
+    case DType::uint16:
       return 2;
     default:
       return 1;
   }
 }
 constexpr bool is_integer(DType t) {
-  return t == DType::int32 || t == DType::int8 || t == DType::uint8;
+  return t == DType::int32 || t == DType::int8 || t == DType::uint8 || t == DType::int16 ||
+         t == DType::uint16 || t == DType::uint32;
 }
 constexpr bool is_fp8(DType t) {
   return t == DType::fp8_e4m3 || t == DType::fp8_e5m2;

@@ -47,8 +47,9 @@ constexpr std::array<OpcodeInfo, kOpcodeCount> kTable = {{
      "dst, src0, src1; op0 operand0, op1", "dst = (src0 op0 operand0) op1 src1",
      "N for bf16 data with subtract then multiply and N even; else 2N", "I1"},
     {Opcode::tensor_reduce, "tensor_reduce", "TENSOR_REDUCE", kDVE | kPOOL,
-     "dst [P x kept], src; op0 in add/max/min/mean; reduce_dims (innermost free dims)",
-     "dst = op0 over the innermost reduce_dims free dims of src (order dims to choose axes)",
+     "dst [P x kept], src; op0 in add/max/min/mean; reduce_dims (innermost free dims); negate",
+     "dst = op0 over the innermost reduce_dims free dims of src (order dims to choose axes), "
+     "negated with negate",
      "N/2 for bf16 in and out with add or max; else N", "I1"},
     {Opcode::tensor_copy, "tensor_copy", "TENSOR_COPY", kDVE | kACT | kPOOL, "dst, src",
      "dst = src, converted to dst's dtype",
@@ -85,15 +86,65 @@ constexpr std::array<OpcodeInfo, kOpcodeCount> kTable = {{
      "assumption (reduce, then broadcast back)"},
     {Opcode::nop, "nop", "EVENT_SEMAPHORE", kAny, "(none); wait, update",
      "only its semaphore waits and updates", "MIN_II", "assumption"},
+    {Opcode::tensor_scalar_reduce, "tensor_scalar_reduce", "TENSOR_SCALAR_REDUCE", kDVE,
+     "dst, src; op0 operand0; op1 in add/max/min (the reduction); accumulate [P x 1] fp32",
+     "dst = src op0 operand0; accumulate = op1 over the free axes of dst",
+     "max(MIN_II, N) + MIN_II", "I1"},
+    {Opcode::tensor_tensor_scan, "tensor_tensor_scan", "TENSOR_TENSOR_SCAN", kDVE,
+     "dst, src0, src1 (same shape); op0, op1; operand0 the initial value; reverse",
+     "r = operand0; for each free element i: r = (src0[i] op0 r) op1 src1[i]; dst[i] = r",
+     "max(MIN_II, 2N)", "I1"},
+    {Opcode::tensor_scalar_cumulative, "tensor_scalar_cumulative", "TENSOR_SCALAR_CUMULATIVE", kDVE,
+     "dst, src; op0 operand0; op1 in add/subtract/multiply/max/min",
+     "r = identity of op1; for each free element i: r = (src[i] op0 operand0) op1 r; dst[i] = r",
+     "max(MIN_II, N)", "assumption (one-input VectorE rate, A1; NKI gives no cost)"},
+    {Opcode::max8, "max8", "MAX8", kDVE, "dst [P x 8], src [P x 8..16384]",
+     "dst[p] = the 8 largest values of src[p], in descending order", "N",
+     "I1 (engine: assumption, VectorE)"},
+    {Opcode::find_index8, "find_index8", "FIND_INDEX8", kDVE,
+     "dst [P x 8] (uint32 or uint16), src0 data [P x 8..16384], src1 values [P x 8]",
+     "dst[p, k] = index of the first occurrence of src1[p, k] in src0[p] (repeated values take "
+     "successive occurrences); all ones when absent",
+     "N", "I1 (engine: assumption, VectorE)"},
+    {Opcode::match_replace8, "match_replace8", "MATCH_REPLACE8", kDVE,
+     "dst, src0 data [P x 8..16384], src1 values [P x 8]; operand0 immediate",
+     "dst = src0 with the first occurrence of each src1[p, k] replaced by operand0",
+     "max(MIN_II, N)", "I1 gives min(MIN_II, N), read as a typo for max (assumption)"},
+    {Opcode::range_select, "range_select", "RANGE_SELECT", kDVE,
+     "dst, src; op0 operand0 [P x 1], op1 operand1 [P x 1] (comparisons); index_base; fill; "
+     "accumulate [P x 1] fp32",
+     "i = index_base + free index; dst = (i op0 operand0) and (i op1 operand1) ? src : fill; "
+     "accumulate = max of dst along the free axes",
+     "max(MIN_II, N)", "I1"},
+    {Opcode::copy_predicated, "copy_predicated", "COPY_PREDICATED", kDVE,
+     "dst, predicate (src0), src (src1); reverse",
+     "dst = src where the predicate is non-zero (zero with reverse); elsewhere dst is kept",
+     "max(MIN_II, N) if one of predicate and src is in PSUM and the other in SBUF; else "
+     "max(MIN_II, 2N)",
+     "I1"},
+    {Opcode::local_gather, "local_gather", "LOCAL_GATHER", kPOOL,
+     "dst [P x n*E], src0 [P x F], src1 indices (uint16) [P x ...]; gather_indices n, "
+     "gather_elements E in 1/2/4/8/16/32; P a multiple of 16",
+     "per 16-partition slice: indices = src1 slice flattened partition first, the first n; "
+     "dst[p, k*E + e] = src0[p, indices[k] + e]",
+     "150 + n*E/C, C = ((28 + 4E) / 4E) / min(4 / element bytes, E)", "I1"},
+    {Opcode::gather, "gather", "N_GATHER", kPOOL,
+     "dst [P x N], src0 data [P x F], src1 indices (integers) [P x N]",
+     "dst[p, i] = src0[p, src1[p, i]] (free dimensions flattened)", "150 + N",
+     "assumption (GpSimd start as iota, I1; one element per cycle)"},
 }};
 
 constexpr std::array<std::string_view, kActivationFunctionCount> kActivationNames = {
-    "identity", "copy", "square",  "sqrt", "rsqrt",     "reciprocal", "exp", "log",
-    "relu",     "tanh", "sigmoid", "gelu", "gelu_tanh", "silu",       "sin", "abs"};
+    "identity",  "copy",     "square", "sqrt", "rsqrt",   "reciprocal",
+    "exp",       "log",      "relu",   "tanh", "sigmoid", "gelu",
+    "gelu_tanh", "silu",     "sin",    "abs",  "gelu_dx", "gelu_apprx_sigmoid",
+    "silu_dx",   "softplus", "mish",   "erf",  "erf_dx",  "arctan",
+    "sign"};
 constexpr std::array<std::string_view, kAluOpCount> kAluNames = {
-    "bypass",      "add",        "subtract",    "multiply",   "divide",      "max",   "min",
-    "pow",         "is_equal",   "not_equal",   "is_ge",      "is_gt",       "is_le", "is_lt",
-    "bitwise_and", "bitwise_or", "bitwise_xor", "shift_left", "shift_right", "mean"};
+    "bypass",      "add",   "subtract",    "multiply",   "divide",      "max",
+    "min",         "pow",   "is_equal",    "not_equal",  "is_ge",       "is_gt",
+    "is_le",       "is_lt", "bitwise_and", "bitwise_or", "bitwise_xor", "shift_left",
+    "shift_right", "mean",  "logical_and", "logical_or", "logical_xor"};
 
 template <typename E, size_t N>
 std::optional<E> parse_from(const std::array<std::string_view, N>& names, std::string_view s) {
@@ -168,6 +219,30 @@ float apply(ActivationFunction f, float x) {
       return std::sin(x);
     case ActivationFunction::abs:
       return std::fabs(x);
+    case ActivationFunction::gelu_dx: {  // d/dx of x * Phi(x) = Phi(x) + x * phi(x)
+      const float phi = 0.3989422804014327f * std::exp(-0.5f * x * x);
+      return 0.5f * (1.0f + std::erf(x * 0.7071067811865476f)) + x * phi;
+    }
+    case ActivationFunction::gelu_apprx_sigmoid:  // x * sigmoid(1.702 x)
+      return x / (1.0f + std::exp(-1.702f * x));
+    case ActivationFunction::silu_dx: {  // sigmoid(x) * (1 + x * (1 - sigmoid(x)))
+      const float s = 1.0f / (1.0f + std::exp(-x));
+      return s * (1.0f + x * (1.0f - s));
+    }
+    case ActivationFunction::softplus:  // log(1 + e^x), without overflow for large x
+      return x > 20.0f ? x : std::log1p(std::exp(x));
+    case ActivationFunction::mish: {
+      const float sp = x > 20.0f ? x : std::log1p(std::exp(x));
+      return x * std::tanh(sp);
+    }
+    case ActivationFunction::erf:
+      return std::erf(x);
+    case ActivationFunction::erf_dx:  // 2 / sqrt(pi) * e^(-x^2)
+      return 1.1283791670955126f * std::exp(-x * x);
+    case ActivationFunction::arctan:
+      return std::atan(x);
+    case ActivationFunction::sign:
+      return x > 0.0f ? 1.0f : x < 0.0f ? -1.0f : 0.0f;
   }
   return x;
 }
@@ -231,6 +306,12 @@ float apply(AluOp op, float a, float b) {
       return static_cast<float>(to_i32(a) >> (to_i32(b) & 31));
     case AluOp::mean:
       return a + b;  // accumulates; the reduction divides by the count
+    case AluOp::logical_and:
+      return a != 0.0f && b != 0.0f ? 1.0f : 0.0f;
+    case AluOp::logical_or:
+      return a != 0.0f || b != 0.0f ? 1.0f : 0.0f;
+    case AluOp::logical_xor:
+      return (a != 0.0f) != (b != 0.0f) ? 1.0f : 0.0f;
   }
   return a;
 }
@@ -243,6 +324,8 @@ uint64_t Instruction::free_size() const {
       return dst.free_elements();
     case Opcode::matmul:
       return src[1].free_elements();  // N_moving
+    case Opcode::local_gather:
+      return dst.free_elements();
     default:
       return src[0].present() ? src[0].free_elements() : dst.free_elements();
   }

@@ -38,8 +38,19 @@ enum class Opcode : uint8_t {
   partition_reduce,      // dst[0, i] = reduce(op0, src[:, i]) across partitions
   partition_all_reduce,  // dst[p, i] = reduce(op0, src[:, i]) for every partition p
   nop,                   // waits and updates semaphores only (a barrier, a fence)
+  // Added for NKI kernels (nki.isa); appended so that the earlier opcodes keep their codes.
+  tensor_scalar_reduce,      // dst = src op0 operand0; accumulate = reduce(op1) along free axes
+  tensor_tensor_scan,        // r = op1(op0(src0[i], r), src1[i]) along the free axis, r0 = operand0
+  tensor_scalar_cumulative,  // r = op1(op0(src[i], operand0), r) along the free axis, dst[i] = r
+  max8,                      // dst[p, 0:8] = the 8 largest values of src[p], descending
+  find_index8,               // dst[p, k] = first index of src1[p, k] in src0[p] (all ones: none)
+  match_replace8,            // dst = src0 with the first occurrence of each src1[p, k] = operand0
+  range_select,              // dst = (index op0 operand0) and (index op1 operand1) ? src : fill
+  copy_predicated,           // dst = src0 != 0 ? src1 : dst (reverse: where src0 == 0)
+  local_gather,              // dst[p] = src0[p] at the partition slice's flattened indices src1
+  gather,                    // dst[p, i] = src0[p, flat src1[p, i]] (per-partition gather)
 };
-constexpr int kOpcodeCount = 21;
+constexpr int kOpcodeCount = 31;
 // DMA instructions: the issuing engine only triggers them; a DMA queue moves the data.
 constexpr bool is_dma(Opcode op) {
   return op == Opcode::dma_copy || op == Opcode::dma_transpose;
@@ -81,9 +92,19 @@ enum class ActivationFunction : uint8_t {
   gelu_tanh,
   silu,
   sin,
-  abs
+  abs,
+  // NKI's further activation functions (nki.api.shared, "Supported Activation Functions").
+  gelu_dx,
+  gelu_apprx_sigmoid,
+  silu_dx,
+  softplus,
+  mish,
+  erf,
+  erf_dx,
+  arctan,
+  sign
 };
-constexpr int kActivationFunctionCount = 16;
+constexpr int kActivationFunctionCount = 25;
 std::string_view name_of(ActivationFunction f);
 std::optional<ActivationFunction> parse_activation_function(std::string_view name);
 float apply(ActivationFunction f, float x);
@@ -109,8 +130,11 @@ enum class AluOp : uint8_t {
   shift_left,
   shift_right,  // on int32 values
   mean,         // reductions only
+  logical_and,  // 1.0 when both are non-zero
+  logical_or,
+  logical_xor,
 };
-constexpr int kAluOpCount = 20;
+constexpr int kAluOpCount = 23;
 std::string_view name_of(AluOp op);
 std::optional<AluOp> parse_alu_op(std::string_view name);
 float apply(AluOp op, float a, float b);
@@ -206,6 +230,19 @@ struct Instruction {
 
   std::array<uint8_t, 32> shuffle_mask{};  // shuffle: source lane within each 32 partitions
 
+  // tensor_scalar, scalar_tensor_tensor, tensor_tensor_scan: bit 0 puts operand0 (scan: the
+  // running value) on the left of op0, bit 1 puts src1/operand1 on the left of op1 (NKI's
+  // reverse0/reverse1). copy_predicated: bit 0 copies where the predicate is zero.
+  uint8_t reverse = 0;
+  // tensor_reduce: the result is negated (NKI's negate=True; free, I1).
+  bool negate = false;
+  // local_gather: elements gathered per index, and indices used per 16-partition slice.
+  uint16_t gather_elements = 1;
+  uint32_t gather_indices = 0;
+  // Where the instruction came from: 1 + an index into Program::sources ("kernel.py:12"), or
+  // 0 when it has no source (instructions of trnsim's own lowerings).
+  uint32_t source = 0;
+
   // Inline room for one of each (most instructions have at most one): no heap allocation.
   base::SmallVector<SemaphoreWait, 1> waits;
   base::SmallVector<SemaphoreUpdate, 1> updates;
@@ -214,6 +251,13 @@ struct Instruction {
   // The free size N that the cost formulas use (elements per partition of the main input).
   uint64_t free_size() const;
 };
+
+// Whether the instruction may read its destination too: a matmul accumulates into its PSUM
+// group (counted whether or not it starts one, as the synchronization always has), and
+// copy_predicated keeps dst where the predicate says so.
+inline bool reads_dst(const Instruction& in) {
+  return in.opcode == Opcode::matmul || in.opcode == Opcode::copy_predicated;
+}
 
 // Calls fn(pattern, written) for every operand slot of `in`: the three sources, the four
 // per-partition scalars, then dst and accumulate (written). Absent operands are passed too

@@ -50,6 +50,11 @@ uint64_t Program::instruction_count() const {
   return n;
 }
 
+const std::string& Program::source_of(const Instruction& in) const {
+  static const std::string none;
+  return in.source > 0 && in.source <= sources.size() ? sources[in.source - 1] : none;
+}
+
 std::pair<uint32_t, uint32_t> Program::kernel_range(size_t k, Engine e) const {
   const auto size = static_cast<uint32_t>(stream(e).size());
   if (kernels.empty()) return {0, size};

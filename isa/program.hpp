@@ -64,6 +64,10 @@ struct Program {
   // Empty: no host model; the (first) kernel starts at time 0. Otherwise the host dispatches
   // these ops in order and every kernel is launched by exactly one of them, in kernel order.
   std::vector<HostOp> host_ops;
+  // Source locations ("kernel.py:12") of instructions traced from a kernel written in Python:
+  // Instruction::source is 1 + an index into this table (kept once per program, not per
+  // instruction).
+  std::vector<std::string> sources;
 
   InstructionStream& stream(Engine e) { return streams[index_of(e)]; }
   const InstructionStream& stream(Engine e) const { return streams[index_of(e)]; }
@@ -77,6 +81,8 @@ struct Program {
   size_t kernel_count() const { return kernels.empty() ? 1 : kernels.size(); }
   // [begin, end) of kernel k in engine e's stream.
   std::pair<uint32_t, uint32_t> kernel_range(size_t k, Engine e) const;
+  // "kernel.py:12" for an instruction's source, or "" when it has none.
+  const std::string& source_of(const Instruction& in) const;
 };
 
 // Appends `kernel` (a one-kernel program) to `whole` as kernel `name`. Semaphores and queues

@@ -4,6 +4,8 @@
 #include <climits>
 #include <cmath>
 #include <cstring>
+#include <functional>
+#include <limits>
 
 namespace trnsim::isa {
 
@@ -83,6 +85,32 @@ void apply_alu_per_row(Tile& t, AluOp op, const Eigen::ArrayXf& column) {
       default:
         for (Eigen::Index f = 0; f < t.cols(); ++f) t(p, f) = apply(op, t(p, f), s);
     }
+  }
+}
+
+// t = column op t (operand on the left) when `left`, else t op column.
+void apply_alu_per_row_ordered(Tile& t, AluOp op, const Eigen::ArrayXf& column, bool left) {
+  if (op == AluOp::bypass) return;
+  if (!left) {
+    apply_alu_per_row(t, op, column);
+    return;
+  }
+  for (Eigen::Index p = 0; p < t.rows(); ++p) {
+    for (Eigen::Index f = 0; f < t.cols(); ++f) t(p, f) = apply(op, column(p), t(p, f));
+  }
+}
+
+// The value a reduction by `op` starts from.
+float identity_of(AluOp op) {
+  switch (op) {
+    case AluOp::multiply:
+      return 1.0f;
+    case AluOp::max:
+      return -std::numeric_limits<float>::infinity();
+    case AluOp::min:
+      return std::numeric_limits<float>::infinity();
+    default:
+      return 0.0f;
   }
 }
 
@@ -176,6 +204,21 @@ int64_t load_int(DType t, const uint8_t* p) {
       std::memcpy(&v, p, sizeof v);
       return v;
     }
+    case DType::uint32: {
+      uint32_t v;
+      std::memcpy(&v, p, sizeof v);
+      return v;
+    }
+    case DType::int16: {
+      int16_t v;
+      std::memcpy(&v, p, sizeof v);
+      return v;
+    }
+    case DType::uint16: {
+      uint16_t v;
+      std::memcpy(&v, p, sizeof v);
+      return v;
+    }
     case DType::int8:
       return static_cast<int8_t>(*p);
     default:
@@ -187,6 +230,21 @@ void store_int(DType t, uint8_t* p, int64_t v) {
   switch (t) {
     case DType::int32: {
       const auto x = static_cast<int32_t>(std::clamp<int64_t>(v, INT32_MIN, INT32_MAX));
+      std::memcpy(p, &x, sizeof x);
+      return;
+    }
+    case DType::uint32: {
+      const auto x = static_cast<uint32_t>(std::clamp<int64_t>(v, 0, UINT32_MAX));
+      std::memcpy(p, &x, sizeof x);
+      return;
+    }
+    case DType::int16: {
+      const auto x = static_cast<int16_t>(std::clamp<int64_t>(v, INT16_MIN, INT16_MAX));
+      std::memcpy(p, &x, sizeof x);
+      return;
+    }
+    case DType::uint16: {
+      const auto x = static_cast<uint16_t>(std::clamp<int64_t>(v, 0, UINT16_MAX));
       std::memcpy(p, &x, sizeof x);
       return;
     }
@@ -305,6 +363,14 @@ void execute(const Instruction& in, MemoryImage& mem) {
       return;
     case Opcode::scalar_tensor_tensor: {
       Tile t = read(mem, in.src[0]);
+      if (in.reverse != 0) {
+        apply_alu_per_row_ordered(t, in.op0, scalar_column(mem, in.operand0, in.src[0].partitions),
+                                  in.reverse & 1);
+        const Tile other = read(mem, in.src[1]);
+        write(mem, in.dst,
+              (in.reverse & 2) ? tensor_tensor(other, t, in.op1) : tensor_tensor(t, other, in.op1));
+        return;
+      }
       apply_alu_per_row(t, in.op0, scalar_column(mem, in.operand0, in.src[0].partitions));
       write(mem, in.dst, tensor_tensor(t, read(mem, in.src[1]), in.op1));
       return;
@@ -329,6 +395,25 @@ void execute(const Instruction& in, MemoryImage& mem) {
     }
     case Opcode::bn_stats: {
       const Tile t = read(mem, in.src[0]);
+      if (in.dst.free_elements() == 6) {
+        // NKI's form: (count, mean, M2) of the even-indexed elements, then of the odd ones.
+        Tile out(t.rows(), 6);
+        for (Eigen::Index p = 0; p < t.rows(); ++p) {
+          for (Eigen::Index half = 0; half < 2; ++half) {
+            double n = 0, sum = 0;
+            for (Eigen::Index i = half; i < t.cols(); i += 2, ++n) sum += t(p, i);
+            const double mean = n > 0 ? sum / n : 0.0;
+            double m2 = 0;
+            for (Eigen::Index i = half; i < t.cols(); i += 2)
+              m2 += (t(p, i) - mean) * (t(p, i) - mean);
+            out(p, 3 * half) = static_cast<float>(n);
+            out(p, 3 * half + 1) = static_cast<float>(mean);
+            out(p, 3 * half + 2) = static_cast<float>(m2);
+          }
+        }
+        write(mem, in.dst, out);
+        return;
+      }
       Tile out(t.rows(), 3);
       for (Eigen::Index p = 0; p < t.rows(); ++p) {
         const float mean = t.row(p).mean();
@@ -413,13 +498,24 @@ void execute(const Instruction& in, MemoryImage& mem) {
         const auto c0 = int_column(mem, in.operand0, parts);
         const auto c1 = int_column(mem, in.operand1, parts);
         for (size_t i = 0; i < t.size(); ++i) {
-          t[i] = apply_int(in.op1, apply_int(in.op0, t[i], c0[i / free]), c1[i / free]);
+          const int64_t a = (in.reverse & 1) ? apply_int(in.op0, c0[i / free], t[i])
+                                             : apply_int(in.op0, t[i], c0[i / free]);
+          t[i] = (in.reverse & 2) ? apply_int(in.op1, c1[i / free], a)
+                                  : apply_int(in.op1, a, c1[i / free]);
         }
         write_ints(mem, in.dst, t);
         return;
       }
       Tile t = read(mem, in.src[0]);
       const uint32_t parts = in.src[0].partitions;
+      if (in.reverse != 0) {  // operand on the left of op0 (bit 0) or of op1 (bit 1)
+        apply_alu_per_row_ordered(t, in.op0, scalar_column(mem, in.operand0, parts),
+                                  in.reverse & 1);
+        apply_alu_per_row_ordered(t, in.op1, scalar_column(mem, in.operand1, parts),
+                                  in.reverse & 2);
+        write(mem, in.dst, t);
+        return;
+      }
       apply_alu_per_row(t, in.op0, scalar_column(mem, in.operand0, parts));
       apply_alu_per_row(t, in.op1, scalar_column(mem, in.operand1, parts));
       write(mem, in.dst, t);
@@ -447,6 +543,180 @@ void execute(const Instruction& in, MemoryImage& mem) {
         for (Eigen::Index k = 0; k < kept; ++k) {
           auto seg = t.row(p).segment(k * group, group);
           out(p, k) = reduce(in.op0, seg.transpose());
+        }
+      }
+      if (in.negate) out = -out;
+      write(mem, in.dst, out);
+      return;
+    }
+    case Opcode::tensor_scalar_reduce: {
+      Tile t = read(mem, in.src[0]);
+      apply_alu_per_row(t, in.op0, scalar_column(mem, in.operand0, in.src[0].partitions));
+      write(mem, in.dst, t);
+      Tile sums(t.rows(), 1);
+      for (Eigen::Index p = 0; p < t.rows(); ++p) sums(p, 0) = reduce(in.op1, t.row(p).transpose());
+      write(mem, in.accumulate, sums);
+      return;
+    }
+    case Opcode::tensor_tensor_scan: {
+      const Tile a = read(mem, in.src[0]);
+      const Tile b = read(mem, in.src[1]);
+      const Eigen::ArrayXf init = scalar_column(mem, in.operand0, in.src[0].partitions);
+      Tile out(a.rows(), a.cols());
+      for (Eigen::Index p = 0; p < a.rows(); ++p) {
+        float r = init(p);
+        for (Eigen::Index i = 0; i < a.cols(); ++i) {
+          const float x = (in.reverse & 1) ? apply(in.op0, r, a(p, i)) : apply(in.op0, a(p, i), r);
+          r = (in.reverse & 2) ? apply(in.op1, b(p, i), x) : apply(in.op1, x, b(p, i));
+          out(p, i) = r;
+        }
+      }
+      write(mem, in.dst, out);
+      return;
+    }
+    case Opcode::tensor_scalar_cumulative: {
+      const Tile a = read(mem, in.src[0]);
+      const Eigen::ArrayXf c = scalar_column(mem, in.operand0, in.src[0].partitions);
+      Tile out(a.rows(), a.cols());
+      for (Eigen::Index p = 0; p < a.rows(); ++p) {
+        float r = identity_of(in.op1);
+        for (Eigen::Index i = 0; i < a.cols(); ++i) {
+          r = apply(in.op1, apply(in.op0, a(p, i), c(p)), r);
+          out(p, i) = r;
+        }
+      }
+      write(mem, in.dst, out);
+      return;
+    }
+    case Opcode::max8: {
+      const Tile a = read(mem, in.src[0]);
+      Tile out(a.rows(), 8);
+      for (Eigen::Index p = 0; p < a.rows(); ++p) {
+        std::vector<float> row(a.row(p).begin(), a.row(p).end());
+        std::partial_sort(row.begin(), row.begin() + 8, row.end(), std::greater<float>());
+        for (int k = 0; k < 8; ++k) out(p, k) = row[k];
+      }
+      write(mem, in.dst, out);
+      return;
+    }
+    case Opcode::find_index8: {
+      const Tile a = read(mem, in.src[0]);
+      const Tile v = read(mem, in.src[1]);
+      // Unmatched: all ones in the destination's width (0xFFFFFFFF, 0xFFFF).
+      const int64_t none = in.dst.dtype == DType::uint16 ? 0xFFFF : 0xFFFFFFFFLL;
+      IntTile out;
+      out.reserve(static_cast<size_t>(a.rows()) * 8);
+      for (Eigen::Index p = 0; p < a.rows(); ++p) {
+        std::vector<bool> taken(static_cast<size_t>(a.cols()), false);
+        for (int k = 0; k < 8; ++k) {
+          int64_t found = none;
+          for (Eigen::Index i = 0; i < a.cols(); ++i) {
+            if (!taken[i] && a(p, i) == v(p, k)) {
+              found = i;
+              taken[i] = true;
+              break;
+            }
+          }
+          out.push_back(found);
+        }
+      }
+      if (is_integer(in.dst.dtype)) {
+        write_ints(mem, in.dst, out);
+      } else {
+        Tile f(a.rows(), 8);
+        for (size_t i = 0; i < out.size(); ++i)
+          f(static_cast<Eigen::Index>(i)) = static_cast<float>(out[i]);
+        write(mem, in.dst, f);
+      }
+      return;
+    }
+    case Opcode::match_replace8: {
+      Tile a = read(mem, in.src[0]);
+      const Tile v = read(mem, in.src[1]);
+      for (Eigen::Index p = 0; p < a.rows(); ++p) {
+        std::vector<bool> replaced(static_cast<size_t>(a.cols()), false);
+        for (int k = 7; k >= 0; --k) {  // NKI: repeated values are matched from the last
+          for (Eigen::Index i = 0; i < a.cols(); ++i) {
+            if (!replaced[i] && a(p, i) == v(p, k)) {
+              replaced[i] = true;
+              break;
+            }
+          }
+        }
+        for (Eigen::Index i = 0; i < a.cols(); ++i) {
+          if (replaced[i]) a(p, i) = in.operand0.imm;
+        }
+      }
+      write(mem, in.dst, a);
+      return;
+    }
+    case Opcode::range_select: {
+      const Tile a = read(mem, in.src[0]);
+      const Eigen::ArrayXf b0 = scalar_column(mem, in.operand0, in.src[0].partitions);
+      const Eigen::ArrayXf b1 = scalar_column(mem, in.operand1, in.src[0].partitions);
+      Tile out(a.rows(), a.cols());
+      Tile best(a.rows(), 1);
+      for (Eigen::Index p = 0; p < a.rows(); ++p) {
+        float m = -std::numeric_limits<float>::infinity();
+        for (Eigen::Index i = 0; i < a.cols(); ++i) {
+          const auto idx = static_cast<float>(in.index_base + i);
+          const bool keep = apply(in.op0, idx, b0(p)) != 0.0f && apply(in.op1, idx, b1(p)) != 0.0f;
+          out(p, i) = keep ? a(p, i) : in.fill;
+          m = std::max(m, out(p, i));
+        }
+        best(p, 0) = m;
+      }
+      write(mem, in.dst, out);
+      if (in.accumulate.present()) write(mem, in.accumulate, best);
+      return;
+    }
+    case Opcode::copy_predicated: {
+      const Tile pred = read(mem, in.src[0]);
+      const Tile src = read(mem, in.src[1]);
+      Tile out = read(mem, in.dst);
+      const bool on_zero = (in.reverse & 1) != 0;
+      for (Eigen::Index i = 0; i < out.size(); ++i) {
+        if ((pred(i) != 0.0f) != on_zero) out(i) = src(i);
+      }
+      write(mem, in.dst, out);
+      return;
+    }
+    case Opcode::local_gather: {
+      const Tile src = read(mem, in.src[0]);
+      const IntTile index = read_ints(mem, in.src[1]);
+      const auto index_free = static_cast<size_t>(in.src[1].free_elements());
+      const uint32_t per = in.gather_elements;
+      Tile out(src.rows(), static_cast<Eigen::Index>(in.gather_indices) * per);
+      for (Eigen::Index base = 0; base < src.rows(); base += 16) {
+        // The slice's indices, partition first (numpy's flatten(order='F')).
+        std::vector<int64_t> flat;
+        for (size_t f = 0; f < index_free; ++f) {
+          for (Eigen::Index p = base; p < base + 16; ++p) {
+            flat.push_back(index[static_cast<size_t>(p) * index_free + f]);
+          }
+        }
+        for (Eigen::Index p = base; p < base + 16; ++p) {
+          for (uint32_t k = 0; k < in.gather_indices; ++k) {
+            for (uint32_t e = 0; e < per; ++e) {
+              const int64_t at = flat[k] + e;
+              out(p, static_cast<Eigen::Index>(k * per + e)) =
+                  at >= 0 && at < src.cols() ? src(p, static_cast<Eigen::Index>(at)) : 0.0f;
+            }
+          }
+        }
+      }
+      write(mem, in.dst, out);
+      return;
+    }
+    case Opcode::gather: {
+      const Tile src = read(mem, in.src[0]);
+      const IntTile index = read_ints(mem, in.src[1]);
+      const Eigen::Index n = static_cast<Eigen::Index>(in.src[1].free_elements());
+      Tile out(src.rows(), n);
+      for (Eigen::Index p = 0; p < src.rows(); ++p) {
+        for (Eigen::Index i = 0; i < n; ++i) {
+          const int64_t at = index[static_cast<size_t>(p * n + i)];
+          out(p, i) = at >= 0 && at < src.cols() ? src(p, static_cast<Eigen::Index>(at)) : 0.0f;
         }
       }
       write(mem, in.dst, out);

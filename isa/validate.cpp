@@ -185,6 +185,44 @@ struct Checker {
     }
   }
 
+  // src0 and dst on chip, of one shape.
+  void unary_on_chip() const {
+    operand("src", in.src[0]);
+    operand("dst", in.dst);
+    on_chip("src", in.src[0]);
+    on_chip("dst", in.dst);
+    same_shape("dst", in.dst, "src", in.src[0]);
+  }
+
+  // src0, src1 and dst on chip, of one shape, the two sources not both in PSUM.
+  void binary_on_chip() const {
+    operand("src0", in.src[0]);
+    operand("src1", in.src[1]);
+    operand("dst", in.dst);
+    on_chip("src0", in.src[0]);
+    on_chip("src1", in.src[1]);
+    on_chip("dst", in.dst);
+    same_shape("dst", in.dst, "src0", in.src[0]);
+    same_shape("dst", in.dst, "src1", in.src[1]);
+    if (in.src[0].memory == Memory::psum && in.src[1].memory == Memory::psum) {
+      fail("src0 and src1 are both in PSUM; two inputs may not both be (I1)");
+    }
+  }
+
+  // An fp32 [P x 1] result (a reduction per partition).
+  void per_partition_result(const char* name, const AccessPattern& ap, bool required) const {
+    if (!ap.present()) {
+      if (required) fail(fmt::format("operand {} is missing", name));
+      return;
+    }
+    operand(name, ap);
+    on_chip(name, ap);
+    if (ap.partitions != in.src[0].partitions || ap.free_elements() != 1 ||
+        ap.dtype != DType::fp32) {
+      fail(fmt::format("{} must be fp32 [{} x 1]", name, in.src[0].partitions));
+    }
+  }
+
   void transposed_shape(const AccessPattern& src, const AccessPattern& dst) const {
     if (src.ndims > 1) fail("src must be 2-D: partitions and one free dimension");
     if (dst.partitions != src.free_elements() || dst.free_elements() != src.partitions) {
@@ -274,9 +312,11 @@ struct Checker {
         if (!stats && in.src[0].free_elements() % 3 != 0) {
           fail("src must hold (count, mean, M2) groups from bn_stats: a multiple of 3 elements");
         }
-        const uint64_t out = stats ? 3 : 2;
+        // bn_stats writes one (count, mean, M2) group, or NKI's two (even and odd elements).
+        const uint64_t out = stats ? (in.dst.free_elements() == 6 ? 6 : 3) : 2;
         if (in.dst.partitions != in.src[0].partitions || in.dst.free_elements() != out) {
-          fail(fmt::format("dst must be [{} x {}]", in.src[0].partitions, out));
+          fail(fmt::format("dst must be [{} x {}]{}", in.src[0].partitions, out,
+                           stats ? " (or 6 wide: even and odd elements)" : ""));
         }
         return;
       }
@@ -426,6 +466,134 @@ struct Checker {
         on_chip("dst", in.dst);
         same_shape("dst", in.dst, "src0", in.src[0]);
         same_shape("dst", in.dst, "src1", in.src[1]);
+        return;
+      case Opcode::tensor_scalar_reduce:
+        unary_on_chip();
+        scalar("operand0", in.operand0, in.src[0]);
+        alu("op0", in.op0, false);
+        if (in.op1 != AluOp::add && in.op1 != AluOp::max && in.op1 != AluOp::min) {
+          fail(fmt::format("op1 (the reduction) is {}; expected add, max or min", name_of(in.op1)));
+        }
+        per_partition_result("accumulate", in.accumulate, true);
+        return;
+      case Opcode::tensor_tensor_scan:
+        alu("op0", in.op0, false);
+        alu("op1", in.op1, false);
+        binary_on_chip();
+        scalar("operand0", in.operand0, in.src[0]);
+        return;
+      case Opcode::tensor_scalar_cumulative:
+        unary_on_chip();
+        scalar("operand0", in.operand0, in.src[0]);
+        alu("op0", in.op0, false);
+        if (in.op1 != AluOp::add && in.op1 != AluOp::subtract && in.op1 != AluOp::multiply &&
+            in.op1 != AluOp::max && in.op1 != AluOp::min) {
+          fail(fmt::format("op1 is {}; expected add, subtract, multiply, max or min",
+                           name_of(in.op1)));
+        }
+        return;
+      case Opcode::max8:
+      case Opcode::find_index8:
+      case Opcode::match_replace8: {
+        operand("src0", in.src[0]);
+        operand("dst", in.dst);
+        on_chip("src0", in.src[0]);
+        on_chip("dst", in.dst);
+        const uint64_t n = in.src[0].free_elements();
+        if (n < 8 || n > 16384) {
+          fail(fmt::format("src0 has {} elements per partition; {} takes 8 to 16384", n,
+                           name_of(in.opcode)));
+        }
+        if (in.opcode != Opcode::max8) {
+          operand("src1", in.src[1]);
+          on_chip("src1", in.src[1]);
+          if (in.src[1].partitions != in.src[0].partitions || in.src[1].free_elements() != 8) {
+            fail(fmt::format("src1 (the values) must be [{} x 8]", in.src[0].partitions));
+          }
+        }
+        if (in.opcode == Opcode::match_replace8) {
+          same_shape("dst", in.dst, "src0", in.src[0]);
+        } else if (in.dst.partitions != in.src[0].partitions || in.dst.free_elements() != 8) {
+          fail(fmt::format("dst must be [{} x 8]", in.src[0].partitions));
+        }
+        if (in.opcode == Opcode::find_index8 && in.dst.dtype != DType::uint32 &&
+            in.dst.dtype != DType::uint16) {
+          fail(fmt::format("dst is {}; find_index8 writes uint32 or uint16 indices",
+                           name_of(in.dst.dtype)));
+        }
+        return;
+      }
+      case Opcode::range_select:
+        unary_on_chip();
+        for (const auto& [name, op] : {std::pair<const char*, AluOp>{"op0", in.op0},
+                                       std::pair<const char*, AluOp>{"op1", in.op1}}) {
+          if (op != AluOp::is_equal && op != AluOp::is_lt && op != AluOp::is_le &&
+              op != AluOp::is_gt && op != AluOp::is_ge) {
+            fail(
+                fmt::format("{} is {}; range_select compares with is_equal, is_lt, is_le, "
+                            "is_gt or is_ge",
+                            name, name_of(op)));
+          }
+        }
+        scalar("operand0", in.operand0, in.src[0]);
+        scalar("operand1", in.operand1, in.src[0]);
+        if (in.accumulate.present()) per_partition_result("accumulate", in.accumulate, true);
+        return;
+      case Opcode::copy_predicated:
+        binary_on_chip();
+        if (!is_integer(in.src[0].dtype)) {
+          fail(fmt::format("the predicate (src0) is {}; it must hold integers",
+                           name_of(in.src[0].dtype)));
+        }
+        if (in.src[1].dtype != in.dst.dtype) fail("src (src1) and dst must have one dtype");
+        return;
+      case Opcode::local_gather: {
+        operand("src0", in.src[0]);
+        operand("src1", in.src[1]);
+        operand("dst", in.dst);
+        on_chip("src0", in.src[0]);
+        on_chip("src1", in.src[1]);
+        on_chip("dst", in.dst);
+        const uint32_t p = in.src[0].partitions;
+        if (in.src[1].partitions != p || p % 16 != 0) {
+          fail(
+              fmt::format("src0 and the indices (src1) must cover the same partitions, a "
+                          "multiple of 16; they have {} and {}",
+                          p, in.src[1].partitions));
+        }
+        if (!is_integer(in.src[1].dtype)) fail("the indices (src1) must be integers (uint16)");
+        const uint32_t e = in.gather_elements;
+        if (e != 1 && e != 2 && e != 4 && e != 8 && e != 16 && e != 32) {
+          fail(fmt::format("gather_elements is {}; expected 1, 2, 4, 8, 16 or 32", e));
+        }
+        const uint64_t per_slice = in.src[1].free_elements() * 16;
+        if (in.gather_indices == 0 || in.gather_indices > per_slice || in.gather_indices > 4096) {
+          fail(
+              fmt::format("gather_indices is {}; 1 to {} (the indices of a 16-partition slice, "
+                          "at most 4096)",
+                          in.gather_indices, std::min<uint64_t>(per_slice, 4096)));
+        }
+        if (in.src[0].dtype != in.dst.dtype) fail("local_gather does not convert dtypes");
+        if (in.dst.partitions != p ||
+            in.dst.free_elements() != static_cast<uint64_t>(in.gather_indices) * e) {
+          fail(fmt::format("dst must be [{} x {}] (gather_indices x gather_elements)", p,
+                           static_cast<uint64_t>(in.gather_indices) * e));
+        }
+        return;
+      }
+      case Opcode::gather:
+        operand("src0", in.src[0]);
+        operand("src1", in.src[1]);
+        operand("dst", in.dst);
+        on_chip("src0", in.src[0]);
+        on_chip("src1", in.src[1]);
+        on_chip("dst", in.dst);
+        if (!is_integer(in.src[1].dtype)) fail("the indices (src1) must be integers");
+        same_shape("dst", in.dst, "src1", in.src[1]);
+        if (in.src[0].partitions != in.dst.partitions) {
+          fail(fmt::format("src0 has {} partitions and dst {}", in.src[0].partitions,
+                           in.dst.partitions));
+        }
         return;
       case Opcode::activation:
       case Opcode::tensor_scalar:

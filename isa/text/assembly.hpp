@@ -59,6 +59,10 @@ struct Assembly {
   std::vector<OnChipBuffer> buffers;
   std::vector<std::pair<std::string, TensorInit>> inits;  // per HBM tensor with an init
   std::vector<Expectation> expectations;
+  // JSON form only: tensors whose initial values come from a .npy file ("data", a path relative
+  // to the program file), and tensors written as <out>/<name>.npy after a run ("output": true).
+  std::vector<std::pair<std::string, std::string>> data_files;
+  std::vector<std::string> outputs;
 };
 
 Assembly parse_assembly(const std::string& text, const std::string& file,

@@ -170,6 +170,14 @@ nlohmann::json to_json(const Program& program, const std::vector<OnChipBuffer>& 
       }
       if (f & kFill) o["fill"] = in.fill;
       if (f & kMask) o["shuffle_mask"] = in.shuffle_mask;
+      if ((f & kReverse) && in.reverse != 0) o["reverse"] = in.reverse;
+      if (f & kGather) {
+        o["elements"] = in.gather_elements;
+        o["indices"] = in.gather_indices;
+      }
+      if (f & kBase) o["index_base"] = in.index_base;
+      if ((f & kNegate) && in.negate) o["negate"] = true;
+      if (in.source != 0) o["source"] = in.source;
       json waits = json::array();
       for (const auto& w : in.waits)
         waits.push_back({{"semaphore", w.semaphore}, {"value", w.value}});
@@ -189,9 +197,11 @@ nlohmann::json to_json(const Program& program, const std::vector<OnChipBuffer>& 
     expect.push_back(
         {{"output", e.output}, {"function", e.function}, {"inputs", e.inputs}, {"eps", e.eps}});
   }
-  return {{"format", "trnsim-program"}, {"version", 1},       {"name", program.name},
-          {"tensors", tensors},         {"buffers", bufs},    {"semaphores", sems},
-          {"queues", queues},           {"streams", streams}, {"expect", expect}};
+  json out = {{"format", "trnsim-program"}, {"version", 1},       {"name", program.name},
+              {"tensors", tensors},         {"buffers", bufs},    {"semaphores", sems},
+              {"queues", queues},           {"streams", streams}, {"expect", expect}};
+  if (!program.sources.empty()) out["sources"] = program.sources;
+  return out;
 }
 
 Assembly from_json(const nlohmann::json& j, const std::string& file) {
@@ -237,6 +247,8 @@ Assembly from_json(const nlohmann::json& j, const std::string& file) {
     if (addr < 0 || addr > (int64_t(1) << 44)) r.fail(w + "/address", "out of range");
     d.address = static_cast<uint64_t>(addr);
     p.dram_tensors.push_back(d);
+    if (t.contains("data")) a.data_files.emplace_back(d.name, r.string(t["data"], w + "/data"));
+    if (r.boolean(t, "output", false, w)) a.outputs.push_back(d.name);
     if (t.contains("init")) {
       const std::string text = ".tensor _ fp32 [1] init=" + r.string(t["init"], w + "/init");
       try {
@@ -263,6 +275,11 @@ Assembly from_json(const nlohmann::json& j, const std::string& file) {
       ob.offset = static_cast<uint64_t>(r.integer(r.at(b, "offset", w), w + "/offset"));
       a.buffers.push_back(ob);
     }
+  }
+  if (j.contains("sources")) {
+    const auto& sources = r.array(j["sources"], "/sources");
+    for (size_t i = 0; i < sources.size(); ++i)
+      p.sources.push_back(r.string(sources[i], fmt::format("/sources/{}", i)));
   }
   const auto& sems = r.array(r.at(j, "semaphores", ""), "/semaphores");
   for (size_t i = 0; i < sems.size(); ++i)
@@ -347,6 +364,29 @@ Assembly from_json(const nlohmann::json& j, const std::string& file) {
       if ((f & kFill) && o.contains("fill")) {
         if (!o["fill"].is_number()) r.fail(w + "/fill", "expected a number");
         in.fill = o["fill"].get<float>();
+      }
+      if ((f & kReverse) && o.contains("reverse")) {
+        const int64_t v = r.integer(o["reverse"], w + "/reverse");
+        if (v < 0 || v > 3) r.fail(w + "/reverse", "is 0 to 3");
+        in.reverse = static_cast<uint8_t>(v);
+      }
+      if (f & kGather) {
+        const int64_t e = r.integer(r.at(o, "elements", w), w + "/elements");
+        const int64_t n = r.integer(r.at(o, "indices", w), w + "/indices");
+        if (e < 1 || e > 32) r.fail(w + "/elements", "is 1 to 32");
+        if (n < 1 || n > 65536) r.fail(w + "/indices", "is 1 to 65536");
+        in.gather_elements = static_cast<uint16_t>(e);
+        in.gather_indices = static_cast<uint32_t>(n);
+      }
+      if (f & kNegate) in.negate = r.boolean(o, "negate", false, w);
+      if ((f & kBase) && o.contains("index_base")) {
+        in.index_base = static_cast<int32_t>(r.integer(o["index_base"], w + "/index_base"));
+      }
+      if (o.contains("source")) {
+        const int64_t v = r.integer(o["source"], w + "/source");
+        if (v < 0 || static_cast<size_t>(v) > p.sources.size())
+          r.fail(w + "/source", "names no entry of /sources");
+        in.source = static_cast<uint32_t>(v);
       }
       if ((f & kMask) && o.contains("shuffle_mask")) {
         const auto& m = o["shuffle_mask"];

@@ -371,6 +371,10 @@ class Assembler {
       const std::string n = p.identifier("a DMA queue name");
       check_name_free(p, name_at, n);
       out_.program.add_queue(n);
+    } else if (d == "source") {
+      // A source location ("kernel.py:12") of instructions traced from Python; src=N names the
+      // N-th .source line.
+      out_.program.sources.push_back(p.quoted());
     } else if (d == "expect") {
       Expectation e;
       e.line = line_no;
@@ -400,7 +404,7 @@ class Assembler {
       out_.expectations.push_back(e);
     } else {
       p.fail_at(at, fmt::format("unknown directive .{}; expected .arch, .sync, .tensor, .buffer, "
-                                ".semaphore, .queue or .expect",
+                                ".semaphore, .queue, .source or .expect",
                                 d));
     }
   }
@@ -667,6 +671,11 @@ class Assembler {
         in.dma_dge = true;  // hardware descriptor generation (v3): D2's ~600 ns instruction
         continue;
       }
+      if (key == "negate") {
+        needs(kNegate);
+        in.negate = true;
+        continue;
+      }
       if (key == "start" || key == "stop") {
         needs(kStartStop);
         (key == "start" ? in.accumulate_start : in.accumulate_stop) = true;
@@ -727,8 +736,34 @@ class Assembler {
         in.dma_queue = *id;
         has_queue_ = true;
       } else if (key == "base") {
-        needs(kAffine);
+        if (!(fields & kBase)) needs(kAffine);
         in.index_base = static_cast<int32_t>(p.integer("an integer"));
+      } else if (key == "reverse") {
+        needs(kReverse);
+        const size_t at = p.pos();
+        const int64_t v = p.integer("0 to 3");
+        if (v < 0 || v > 3) p.fail_at(at, "reverse is 0 to 3 (bit 0: op0, bit 1: op1)");
+        in.reverse = static_cast<uint8_t>(v);
+      } else if (key == "elements") {
+        needs(kGather);
+        const size_t at = p.pos();
+        const int64_t v = p.integer("elements per index");
+        if (v < 1 || v > 32) p.fail_at(at, "elements is 1 to 32");
+        in.gather_elements = static_cast<uint16_t>(v);
+      } else if (key == "indices") {
+        needs(kGather);
+        const size_t at = p.pos();
+        const int64_t v = p.integer("a number of indices");
+        if (v < 1 || v > 65536) p.fail_at(at, "indices is 1 to 65536");
+        in.gather_indices = static_cast<uint32_t>(v);
+      } else if (key == "src") {
+        const size_t at = p.pos();
+        const int64_t v = p.integer("a .source number");
+        if (v < 1 || static_cast<size_t>(v) > out_.program.sources.size()) {
+          p.fail_at(at, fmt::format("src={} names no .source line (there are {})", v,
+                                    out_.program.sources.size()));
+        }
+        in.source = static_cast<uint32_t>(v);
       } else if (key == "pstep") {
         needs(kAffine);
         in.partition_step = static_cast<int32_t>(p.integer("an integer"));

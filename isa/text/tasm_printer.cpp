@@ -108,6 +108,14 @@ struct Printer {
     }
     if (f & kFill) items.push_back("fill=" + number_text(in.fill));
     if (f & kMask) items.push_back(fmt::format("mask=[{}]", fmt::join(in.shuffle_mask, ",")));
+    if ((f & kReverse) && in.reverse != 0) items.push_back(fmt::format("reverse={}", in.reverse));
+    if (f & kGather) {
+      items.push_back(fmt::format("elements={}", in.gather_elements));
+      items.push_back(fmt::format("indices={}", in.gather_indices));
+    }
+    if (f & kBase) items.push_back(fmt::format("base={}", in.index_base));
+    if ((f & kNegate) && in.negate) items.push_back("negate");
+    if (in.source != 0) items.push_back(fmt::format("src={}", in.source));
     for (const auto& w : in.waits) {
       items.push_back(fmt::format("wait={}>={}", program.semaphores[w.semaphore].name, w.value));
     }
@@ -148,6 +156,8 @@ std::string print_assembly(const Program& program, const std::vector<OnChipBuffe
       s += fmt::format(".semaphore {}\n", program.semaphores[i].name);
     }
   }
+  // Source locations, numbered from 1 in order: an instruction's src=N names the N-th.
+  for (const auto& where : program.sources) s += fmt::format(".source \"{}\"\n", where);
   for (const auto& e : expectations) {
     s += fmt::format(".expect {} = {}({}{})\n", e.output, e.function, fmt::join(e.inputs, ", "),
                      e.function == "rmsnorm" ? fmt::format(", eps={}", number_text(e.eps)) : "");

@@ -40,11 +40,25 @@ uint32_t fields_of(Opcode op) {
     case Opcode::tensor_tensor:
       return kOp0;
     case Opcode::tensor_scalar:
-      return kOp0 | kOperand0 | kOp1 | kOperand1;
+      return kOp0 | kOperand0 | kOp1 | kOperand1 | kReverse;
     case Opcode::scalar_tensor_tensor:
+      return kOp0 | kOperand0 | kOp1 | kReverse;
+    case Opcode::tensor_scalar_reduce:
+      return kOp0 | kOperand0 | kOp1 | kAccumulate;
+    case Opcode::tensor_tensor_scan:
+      return kOp0 | kOperand0 | kOp1 | kReverse;
+    case Opcode::tensor_scalar_cumulative:
       return kOp0 | kOperand0 | kOp1;
+    case Opcode::match_replace8:
+      return kOperand0;
+    case Opcode::range_select:
+      return kOp0 | kOperand0 | kOp1 | kOperand1 | kBase | kFill | kAccumulate;
+    case Opcode::copy_predicated:
+      return kReverse;
+    case Opcode::local_gather:
+      return kGather;
     case Opcode::tensor_reduce:
-      return kOp0 | kReduceDims;
+      return kOp0 | kReduceDims | kNegate;
     case Opcode::memset:
       return kOperand0;
     case Opcode::iota:
@@ -71,6 +85,12 @@ int positional_operands(Opcode op) {
     case Opcode::matmul:
     case Opcode::tensor_tensor:
     case Opcode::scalar_tensor_tensor:
+    case Opcode::tensor_tensor_scan:
+    case Opcode::find_index8:
+    case Opcode::match_replace8:
+    case Opcode::copy_predicated:
+    case Opcode::local_gather:
+    case Opcode::gather:
       return 3;
     case Opcode::select:
       return 4;

@@ -33,6 +33,10 @@ enum Field : uint32_t {
   kAffine = 1 << 11,
   kFill = 1 << 12,
   kMask = 1 << 13,
+  kReverse = 1 << 14,  // written only when set: earlier programs print as before
+  kGather = 1 << 15,
+  kBase = 1 << 16,    // index_base alone (range_select)
+  kNegate = 1 << 17,  // written only when set
 };
 uint32_t fields_of(Opcode op);
 

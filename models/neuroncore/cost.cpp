@@ -149,6 +149,43 @@ Cycles instruction_cycles(const isa::Instruction& in, const config::ArchConfig& 
     case Opcode::nop:
       c = min_ii;
       break;
+    case Opcode::tensor_scalar_reduce:
+      c = std::max(min_ii, n) + min_ii;  // I1: reading the accumulator costs about MIN_II
+      break;
+    case Opcode::tensor_tensor_scan:
+      c = std::max(min_ii, 2 * n);  // I1: two inputs per element
+      break;
+    case Opcode::tensor_scalar_cumulative:
+    case Opcode::match_replace8:  // I1 prints min(MIN_II, N): read as max (docs/isa.md)
+    case Opcode::range_select:
+      c = std::max(min_ii, n);
+      break;
+    case Opcode::max8:
+    case Opcode::find_index8:
+      c = std::max<uint64_t>(1, n);  // I1: N
+      break;
+    case Opcode::copy_predicated: {
+      // I1: max(MIN_II, N) with one of predicate and data in PSUM and the other in SBUF;
+      // max(MIN_II, 2N) otherwise.
+      const Memory a = in.src[0].memory, b = in.src[1].memory;
+      const bool split = (a == Memory::psum) != (b == Memory::psum);
+      c = std::max(min_ii, split ? n : 2 * n);
+      break;
+    }
+    case Opcode::local_gather: {
+      // I1: GPSIMD_START + (num_valid_indices * num_elem_per_idx) / C with
+      // C = ((28 + t * E) / (t * E)) / min(4 / dtype_size, E), t = 4.
+      const double e = in.gather_elements;
+      const double t = 4.0;
+      const double per_word = std::min(4.0 / isa::size_of(in.src[0].dtype), e);
+      const double cc = ((28.0 + t * e) / (t * e)) / per_word;
+      c = arch.gpsimd_fixed_cycles +
+          static_cast<uint64_t>(std::ceil(static_cast<double>(in.gather_indices) * e / cc));
+      break;
+    }
+    case Opcode::gather:
+      c = arch.gpsimd_fixed_cycles + n;
+      break;
   }
   if (!in.waits.empty()) c += arch.dependent_overhead_cycles;
   return Cycles(c);
@@ -222,7 +259,19 @@ uint64_t instruction_flops(const isa::Instruction& in) {
     case Opcode::partition_all_reduce:
     case Opcode::bn_stats:
     case Opcode::bn_aggr:
+    case Opcode::max8:
+    case Opcode::find_index8:
+    case Opcode::match_replace8:
+    case Opcode::range_select:
       return in.src[0].elements();
+    case Opcode::tensor_scalar_reduce:
+    case Opcode::tensor_tensor_scan:
+    case Opcode::tensor_scalar_cumulative:
+      return 2 * in.dst.elements();
+    case Opcode::copy_predicated:
+    case Opcode::local_gather:
+    case Opcode::gather:
+      return 0;
   }
   return 0;
 }

@@ -15,6 +15,7 @@
 #include "sim/report/compare.hpp"
 #include "sim/report/explain.hpp"
 #include "sim/run/check.hpp"
+#include "sim/run/nki_kernel.hpp"
 #include "sim/run/run.hpp"
 #include "sim/run/tools.hpp"
 #include "sim/sweep/sweep.hpp"
@@ -32,9 +33,12 @@ namespace {
 constexpr const char* kUsage =
     "usage: trnsim WORKLOAD.json|PROGRAM.tasm [--arch PRESET|FILE] [--out DIR] [--timing-only]\n"
     "              [--no-report]\n"
+    "       trnsim run KERNEL.py [--kernel NAME] [--input NAME=SHAPE[:DTYPE]|NAME=FILE.npy]...\n"
+    "              [--grid G]              an NKI kernel (docs/nki.md)\n"
     "       trnsim asm PROGRAM.tasm [-o OUT.json]   assemble (adds synchronization)\n"
     "       trnsim disasm PROGRAM.json|PROGRAM.tasm [-o OUT.tasm]\n"
     "       trnsim isa [--markdown]                 list the instruction set\n"
+    "       trnsim metrics [--markdown|--json]      list the metrics of stats.json\n"
     "       trnsim check [WORKLOAD] --golden FILE [--update] [--set k=v]\n"
     "       trnsim params [--arch NAME|FILE] [--set k=v] [--json]   list every hardware parameter\n"
     "       trnsim sweep SWEEP.json [-j N] [--out DIR] [--resume]   run a parameter sweep\n"
@@ -107,6 +111,16 @@ int sc_main(int argc, char* argv[]) {
     app.add_flag("--markdown", markdown, "a Markdown table (docs/isa.md embeds it)");
     if (const int rc = parse(app, args); rc >= 0) return rc;
     return trnsim::sim::list_isa(markdown);
+  }
+  if (command == "metrics") {
+    args.erase(args.begin() + 1);
+    CLI::App app{"List the metrics of stats.json: key, unit, section and how each is computed",
+                 "trnsim metrics"};
+    bool markdown = false, json = false;
+    app.add_flag("--markdown", markdown, "Markdown tables (docs/metrics.md embeds them)");
+    app.add_flag("--json", json, "the table as JSON (what report.html reads)");
+    if (const int rc = parse(app, args); rc >= 0) return rc;
+    return trnsim::sim::list_metrics(markdown, json);
   }
   if (command == "check") {
     args.erase(args.begin() + 1);
@@ -217,7 +231,8 @@ int sc_main(int argc, char* argv[]) {
   app.set_version_flag("--version", "trnsim 0.1.0");
   app.footer(kUsage);
   app.add_option("workload", o.workload,
-                 "workload JSON (docs/workload-format.md) or program (.tasm, docs/isa.md)")
+                 "workload JSON (docs/workload-format.md), program (.tasm, docs/isa.md) or NKI "
+                 "kernel (.py, docs/nki.md)")
       ->required();
   app.add_option("--arch", o.arch,
                  "hardware preset (trn1, trn2, trn3) or arch JSON file (default trn2, or the "
@@ -240,8 +255,21 @@ int sc_main(int argc, char* argv[]) {
                  "and ?), 'window=100us:250us', or both separated by ';' (repeatable)");
   bool verbose = false;
   app.add_flag("-v,--verbose", verbose, "log what the simulator does");
+  trnsim::sim::NkiKernelOptions nki;
+  app.add_option("--kernel", nki.kernel,
+                 "kernel.py: the nki.jit function to run (default: the file's only one)");
+  app.add_option("--input", nki.inputs,
+                 "kernel.py: an input, NAME=SHAPE[:DTYPE] (e.g. a=128x512:bfloat16, normal data) "
+                 "or NAME=FILE.npy (repeatable; docs/nki.md)");
+  app.add_option("--grid", nki.grid, "kernel.py: the SPMD launch grid, e.g. 4 or 2,2");
   if (const int rc = parse(app, args); rc >= 0) return rc;
   if (verbose) spdlog::set_level(spdlog::level::debug);
   o.report = !no_report;
+  if (trnsim::sim::is_python_kernel(o.workload)) return trnsim::sim::run_nki_kernel(o, nki);
+  if (!nki.kernel.empty() || !nki.inputs.empty() || !nki.grid.empty()) {
+    spdlog::error("--kernel, --input and --grid are for NKI kernels (a .py file); {} is not one",
+                  o.workload);
+    return trnsim::sim::kBadInput;
+  }
   return trnsim::sim::run(o);
 }

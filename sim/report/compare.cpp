@@ -12,22 +12,12 @@
 #include "sim/io/input_file.hpp"
 #include "sim/io/output_file.hpp"
 #include "sim/report/explain.hpp"
+#include "sim/report/metrics.hpp"
 #include "sim/report/report_html.hpp"
 
 namespace trnsim::sim {
 
 using nlohmann::json;
-
-namespace {
-
-double get(const json& j, const std::string& section, const std::string& key) {
-  const json& s = j.value(section, json::object());
-  if (!s.is_object()) return 0;
-  const auto it = s.find(key);
-  return it != s.end() && it->is_number() ? it->get<double>() : 0.0;
-}
-
-}  // namespace
 
 int compare(const CompareOptions& o) {
   std::vector<json> runs;
@@ -62,31 +52,33 @@ int compare(const CompareOptions& o) {
       return kBadInput;
     }
   }
+  // Metrics by their id in the metric table (sim/report/metrics.cpp); a run without one (a
+  // kernel run has no host metrics) shows 0.
   struct Row {
-    std::string label, section, key;
+    std::string label, id;
     double scale;
     const char* unit;
   };
   const std::vector<Row> rows = {
-      {"total time", "summary", "total_time", 1e6, "us"},
-      {"device time", "host", "device_time", 1e6, "us"},
-      {"host CPU time", "host", "host_cpu_time", 1e6, "us"},
-      {"kernel launches", "host", "kernel_launches", 1, ""},
-      {"TensorE active", "summary", "tensor_engine_active_time", 1e6, "us"},
-      {"VectorE active", "summary", "vector_engine_active_time", 1e6, "us"},
-      {"ScalarE active", "summary", "scalar_engine_active_time", 1e6, "us"},
-      {"GpSimdE active", "summary", "gpsimd_engine_active_time", 1e6, "us"},
-      {"DMA active", "summary", "dma_active_time", 1e6, "us"},
-      {"DMA transfers", "summary", "dma_transfer_count", 1, ""},
-      {"HBM read", "summary", "hbm_read_bytes", 1e-6, "MB"},
-      {"HBM written", "summary", "hbm_write_bytes", 1e-6, "MB"},
-      {"MBU", "summary", "mbu_estimated_percent", 1, "%"},
+      {"total time", "total_time", 1e6, "us"},
+      {"device time", "host.device_time", 1e6, "us"},
+      {"host CPU time", "host.host_cpu_time", 1e6, "us"},
+      {"kernel launches", "host.kernel_launches", 1, ""},
+      {"TensorE active", "tensor_engine_active_time", 1e6, "us"},
+      {"VectorE active", "vector_engine_active_time", 1e6, "us"},
+      {"ScalarE active", "scalar_engine_active_time", 1e6, "us"},
+      {"GpSimdE active", "gpsimd_engine_active_time", 1e6, "us"},
+      {"DMA active", "dma_active_time", 1e6, "us"},
+      {"DMA transfers", "dma_transfer_count", 1, ""},
+      {"HBM read", "hbm_read_bytes", 1e-6, "MB"},
+      {"HBM written", "hbm_write_bytes", 1e-6, "MB"},
+      {"MBU", "mbu_estimated_percent", 1, "%"},
   };
   if (o.json) {
     json out = json::array();
     for (size_t r = 0; r < runs.size(); ++r) {
       json e = {{"dir", o.dirs[r]}, {"name", names[r]}};
-      for (const Row& row : rows) e[row.key] = get(runs[r], row.section, row.key);
+      for (const Row& row : rows) e[metric(row.id).key] = metric_or_zero(runs[r], row.id);
       const auto f = diagnose(runs[r]);
       if (!f.empty()) e["top_finding"] = f.front().cause;
       out.push_back(e);
@@ -95,17 +87,17 @@ int compare(const CompareOptions& o) {
     std::cout << json{{"runs", out}}.dump(2) << "\n";
     return kSuccess;
   }
-  const double base = get(runs.front(), "summary", "total_time");
+  const double base = metric_or_zero(runs.front(), "total_time");
   std::string text = fmt::format("{:<18}", "");
   for (const auto& n : names) text += fmt::format("{:>20}", n.size() > 19 ? n.substr(0, 19) : n);
   text += "\n";
   for (const Row& row : rows) {
     bool any = false;
-    for (const json& r : runs) any = any || get(r, row.section, row.key) != 0;
+    for (const json& r : runs) any = any || metric_or_zero(r, row.id) != 0;
     if (!any) continue;
     text += fmt::format("{:<18}", row.label);
     for (const json& r : runs) {
-      const double v = get(r, row.section, row.key) * row.scale;
+      const double v = metric_or_zero(r, row.id) * row.scale;
       text += fmt::format(
           "{:>20}", row.unit[0] ? fmt::format("{:.1f} {}", v, row.unit) : fmt::format("{:.0f}", v));
     }
@@ -113,7 +105,7 @@ int compare(const CompareOptions& o) {
   }
   text += fmt::format("{:<18}", "vs the first");
   for (const json& r : runs) {
-    const double t = get(r, "summary", "total_time");
+    const double t = metric_or_zero(r, "total_time");
     text += fmt::format("{:>20}", t > 0 ? fmt::format("{:.2f}x faster", base / t) : "-");
   }
   text += "\n";

@@ -6,11 +6,13 @@
 #include <algorithm>
 #include <cmath>
 #include <fstream>
+#include <functional>
 #include <iostream>
 #include <map>
 #include <sstream>
 
 #include "sim/io/exit_codes.hpp"
+#include "sim/report/metrics.hpp"
 
 namespace trnsim::sim {
 
@@ -21,6 +23,7 @@ namespace {
 struct Slice {
   double start = 0, end = 0;  // microseconds, as in the trace
   int lane = 0;               // index into lanes
+  int group = 0;              // what its time counts for: its lane, or its source line
 };
 
 std::string us(double seconds) {
@@ -35,7 +38,12 @@ double number(const json& j, const char* key) {
 
 }  // namespace
 
-std::vector<std::pair<std::string, double>> critical_path(const json& trace) {
+namespace {
+
+// The critical-path walk (critical_path's comment), with its time grouped by lane, or by the
+// slices' `by` argument ("source": the kernel's file:line; slices without one by lane).
+std::vector<std::pair<std::string, double>> walk_critical_path(const json& trace,
+                                                               const std::string& by) {
   std::map<std::pair<int, int>, std::string> names;
   for (const json& e : trace.value("traceEvents", json::array())) {
     if (e.value("ph", "") == "M" && e.value("name", "") == "thread_name") {
@@ -43,6 +51,7 @@ std::vector<std::pair<std::string, double>> critical_path(const json& trace) {
     }
   }
   std::map<std::pair<int, int>, int> lane_of;
+  std::map<std::string, int> group_of;  // source line -> its entry in lanes
   std::vector<std::string> lanes;
   std::vector<Slice> slices;
   for (const json& e : trace.value("traceEvents", json::array())) {
@@ -50,9 +59,21 @@ std::vector<std::pair<std::string, double>> critical_path(const json& trace) {
     const std::string cat = e.value("cat", "");
     const std::pair<int, int> key{e.value("pid", 0), e.value("tid", 0)};
     if (cat != "instruction" && cat != "dma") continue;
-    auto [it, fresh] = lane_of.emplace(key, static_cast<int>(lanes.size()));
-    if (fresh) lanes.push_back(names.count(key) ? names[key] : fmt::format("lane {}", key.second));
-    slices.push_back({number(e, "ts"), number(e, "ts") + number(e, "dur"), it->second});
+    auto [lane_it, lane_fresh] = lane_of.emplace(key, static_cast<int>(lanes.size()));
+    if (lane_fresh)
+      lanes.push_back(names.count(key) ? names[key] : fmt::format("lane {}", key.second));
+    int group = lane_it->second;
+    const json& args = e.value("args", json::object());
+    const auto grouped = by.empty() ? args.end() : args.find(by);
+    if (grouped != args.end() && grouped->is_string()) {
+      auto [g, g_fresh] = group_of.emplace(grouped->get<std::string>(), 0);
+      if (g_fresh) {
+        g->second = static_cast<int>(lanes.size());
+        lanes.push_back(g->first);
+      }
+      group = g->second;
+    }
+    slices.push_back({number(e, "ts"), number(e, "ts") + number(e, "dur"), lane_it->second, group});
   }
   std::vector<std::pair<std::string, double>> out;
   if (slices.empty()) return out;
@@ -73,7 +94,7 @@ std::vector<std::pair<std::string, double>> critical_path(const json& trace) {
   }
   for (size_t steps = 0; steps < slices.size(); ++steps) {
     const Slice& s = slices[cur];
-    on_path[s.lane] += s.end - s.start;
+    on_path[s.group] += s.end - s.start;
     // Candidates: the lane's previous slice, and the slice on any lane that ended last before
     // this one started (what released its semaphore wait, or triggered its transfer). The
     // later-ending one is the predecessor; a gap before it is latency or idle time.
@@ -113,18 +134,37 @@ std::vector<std::pair<std::string, double>> critical_path(const json& trace) {
   return out;
 }
 
+}  // namespace
+
+std::vector<std::pair<std::string, double>> critical_path(const json& trace) {
+  return walk_critical_path(trace, "");
+}
+
+std::vector<std::pair<std::string, double>> critical_path_lines(const json& trace) {
+  bool any = false;
+  for (const json& e : trace.value("traceEvents", json::array())) {
+    if (e.value("ph", "") == "X" && e.value("args", json::object()).contains("source")) {
+      any = true;
+      break;
+    }
+  }
+  if (!any) return {};
+  return walk_critical_path(trace, "source");
+}
+
 std::vector<Finding> diagnose(const json& stats,
                               const std::vector<std::pair<std::string, double>>& path) {
   std::vector<Finding> f;
-  const json& summary = stats.value("summary", json::object());
-  const double total = number(summary, "total_time");
+  // stats.json's summary and host metrics through the metric table, where an undeclared id
+  // throws (a misspelt one would otherwise read as 0); a run without one reads 0.
+  const double total = metric_or_zero(stats, "total_time");
   const json& host = stats.value("host", json());
   const json& choices = stats.value("choices", json::object());
   const json& kernels = stats.value("kernels", json::array());
   if (host.is_object() && total > 0) {
-    const double device = number(host, "device_time");
+    const double device = metric_or_zero(stats, "host.device_time");
     const double idle = total - device;
-    const size_t launches = host.value("kernel_launches", 0);
+    const auto launches = static_cast<size_t>(metric_or_zero(stats, "host.kernel_launches"));
     if (idle > 0.15 * total) {
       Finding x;
       x.cause = "host launch overhead";
@@ -133,7 +173,8 @@ std::vector<Finding> diagnose(const json& stats,
           "the device is idle {} of the {} total ({:.0f}%): {} kernel launch{}, host CPU {} "
           "(dispatch and launch calls), final synchronization {}",
           us(idle), us(total), 100 * idle / total, launches, launches == 1 ? "" : "es",
-          us(number(host, "host_cpu_time")), us(number(host, "synchronize_time")));
+          us(metric_or_zero(stats, "host.host_cpu_time")),
+          us(metric_or_zero(stats, "host.synchronize_time")));
       x.suggestion = choices.value("mode", "") == "eager" && launches > 1
                          ? "fuse these ops into fewer kernels: run the graph with \"mode\": "
                            "\"compile\", or use a fused op (rms_norm, layer_norm, softmax)"
@@ -145,11 +186,12 @@ std::vector<Finding> diagnose(const json& stats,
   const double inter = number(choices, "hbm_intermediate_bytes");
   if (inter > 0 && total > 0) {
     // Each intermediate is written once and read at least once.
-    const double bw = number(summary, "hbm_peak_bytes_per_second");
+    const double bw = metric_or_zero(stats, "hbm_peak_bytes_per_second");
     Finding x;
     x.cause = "HBM round trips between kernels";
     // Their share of the HBM traffic, times the device time spent bound by DMA.
-    const double traffic = number(summary, "hbm_read_bytes") + number(summary, "hbm_write_bytes");
+    const double traffic =
+        metric_or_zero(stats, "hbm_read_bytes") + metric_or_zero(stats, "hbm_write_bytes");
     double dma_bound = 0;
     for (const json& k : kernels) {
       if (k.value("bound_by", "") == "DMA") dma_bound += number(k, "duration");
@@ -306,14 +348,33 @@ int explain(const ExplainOptions& o) {
     spdlog::error("{}: no stats.json here; give the --out directory of a trnsim run", o.dir);
     return kBadInput;
   }
-  std::vector<std::pair<std::string, double>> path;
+  std::vector<std::pair<std::string, double>> path, lines;
   std::string filtered;
   if (read("trace.json", trace)) {
     path = critical_path(trace);
+    lines = critical_path_lines(trace);
     const json other = trace.value("otherData", json::object());
     filtered = other.value("trace_filter", "");
   }
-  const std::vector<Finding> f = diagnose(stats, path);
+  std::vector<Finding> f = diagnose(stats, path);
+  if (!lines.empty()) {
+    // A kernel traced from Python (NKI): its lines, not instruction positions.
+    double sum = 0;
+    for (const auto& l : lines) sum += l.second;
+    std::string text;
+    for (size_t i = 0; i < lines.size() && i < 5; ++i) {
+      text += fmt::format("{}{} {} ({:.0f}%)", i ? ", " : "", lines[i].first, us(lines[i].second),
+                          sum > 0 ? 100 * lines[i].second / sum : 0.0);
+    }
+    Finding x;
+    x.cause = "critical path by kernel line";
+    x.evidence = "time on the device's critical path by the kernel's source line: " + text;
+    x.suggestion = fmt::format("start with {}: the line whose instructions hold the run back most",
+                               lines.front().first);
+    auto at = std::find_if(f.begin(), f.end(),
+                           [](const Finding& g) { return g.cause == "critical path"; });
+    f.insert(at == f.end() ? f.end() : at + 1, x);
+  }
   if (o.json) {
     json out = json::array();
     for (const Finding& x : f) {
@@ -327,7 +388,7 @@ int explain(const ExplainOptions& o) {
   }
   const json& w = stats.value("workload", json::object());
   std::cout << fmt::format("trnsim explain  {}  total {}\n", w.value("name", ""),
-                           us(number(stats.value("summary", json::object()), "total_time")));
+                           us(metric_or_zero(stats, "total_time")));
   if (!filtered.empty()) {
     std::cout << fmt::format(
         "note: trace.json was written with --trace-filter '{}'; the critical path sees only what "

@@ -23,6 +23,11 @@ struct Finding {
 // before it started (what released its semaphore wait or triggered its transfer).
 std::vector<std::pair<std::string, double>> critical_path(const nlohmann::json& trace);
 
+// The same walk with the time grouped by the kernel's source line ("kernel.py:12", the trace
+// slices' "source"; slices without one count for their lane): empty when no slice has a source
+// (programs not traced from Python).
+std::vector<std::pair<std::string, double>> critical_path_lines(const nlohmann::json& trace);
+
 // Findings from stats.json (and the critical path, when given), largest cost first.
 std::vector<Finding> diagnose(const nlohmann::json& stats,
                               const std::vector<std::pair<std::string, double>>& path = {});

@@ -3,12 +3,14 @@
 #include <fmt/format.h>
 #include <zlib.h>
 
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <unordered_map>
 
 #include "models/neuroncore/cost.hpp"
 #include "sim/io/input_file.hpp"
+#include "sim/report/metrics.hpp"
 
 namespace trnsim::sim {
 
@@ -30,6 +32,7 @@ constexpr std::string_view kRunOpen = R"(<script type="application/json" class="
 constexpr std::string_view kEventsOpen =
     R"(<script type="application/octet-stream" class="trnsim-events">)";
 constexpr std::string_view kClose = "</script>";
+constexpr std::string_view kMetricsOpen = R"(<script type="application/json" id="trnsim-metrics">)";
 
 constexpr size_t kRecordsPerChunk = (64 << 10) / 40;  // 64 KiB of records between writes
 constexpr size_t kFlushBytes = 64 << 10;
@@ -183,6 +186,9 @@ void write_page(OutputFile& out, std::string_view title, F&& write_runs) {
   out.write(page.substr(0, title_at));
   out.write(html_text(title));
   out.write(page.substr(title_at + kTitleMark.size(), data - title_at - kTitleMark.size()));
+  // The metric table, which the page's metrics and utilization chart read (their units,
+  // sections, labels and meanings): this binary's, for every run in the page.
+  out.write(fmt::format("{}\n{}\n{}\n", kMetricsOpen, script_json(metric_table_json()), kClose));
   write_runs();
   out.write(page.substr(data + kDataMark.size()));
 }
@@ -289,6 +295,48 @@ void ReportWriter::on_instruction(const models::InstructionRecord& r) {
   add({r.start.value, (r.end - r.start).value, models::instruction_flops(in),
        static_cast<uint32_t>(r.cycles.value), opcode_name_[static_cast<size_t>(in.opcode)], r.index,
        lane, static_cast<uint8_t>(ReportEventKind::instruction), engine});
+  if (in.source != 0 && in.source <= program_.sources.size()) {
+    if (source_ps_.empty()) {
+      source_ps_.assign(program_.sources.size(), {});
+      source_count_.assign(program_.sources.size(), 0);
+    }
+    source_ps_[in.source - 1][engine] += (r.end - r.start).value;
+    ++source_count_[in.source - 1];
+  }
+}
+
+// The source view of a kernel traced from Python: each file's text, and per line its device
+// time per engine and its instruction count (what Neuron Explorer's source view shows).
+json ReportWriter::sources_json() const {
+  constexpr size_t kMaxFileBytes = 1 << 20;
+  json files = json::array();
+  std::unordered_map<std::string, size_t> file_index;
+  json lines = json::array();
+  for (size_t i = 0; i < source_ps_.size(); ++i) {
+    const std::string& where = program_.sources[i];
+    const auto colon = where.find_last_of(':');
+    if (colon == std::string::npos) continue;
+    const std::string path = where.substr(0, colon);
+    const int line = std::atoi(where.c_str() + colon + 1);
+    auto it = file_index.find(path);
+    if (it == file_index.end()) {
+      json text = json::array();
+      std::ifstream in(path, std::ios::binary);
+      std::string l;
+      size_t bytes = 0;
+      while (in && std::getline(in, l) && (bytes += l.size()) < kMaxFileBytes) text.push_back(l);
+      it = file_index.emplace(path, files.size()).first;
+      files.push_back({{"path", path}, {"text", text}});
+    }
+    json ps = json::array();
+    for (int64_t v : source_ps_[i]) ps.push_back(v);
+    lines.push_back({{"at", where},
+                     {"file", it->second},
+                     {"line", line},
+                     {"count", source_count_[i]},
+                     {"ps", ps}});
+  }
+  return {{"files", files}, {"lines", lines}};
 }
 
 void ReportWriter::on_transfer(const models::TransferRecord& r) {
@@ -297,6 +345,13 @@ void ReportWriter::on_transfer(const models::TransferRecord& r) {
        opcode_name_[static_cast<size_t>(in.opcode)], r.index,
        static_cast<uint16_t>(lanes_.queue(static_cast<uint32_t>(r.core), r.queue)),
        static_cast<uint8_t>(ReportEventKind::transfer), static_cast<uint8_t>(index_of(r.issuer))});
+  if (in.source != 0 && in.source <= program_.sources.size()) {
+    if (source_ps_.empty()) {
+      source_ps_.assign(program_.sources.size(), {});
+      source_count_.assign(program_.sources.size(), 0);
+    }
+    source_ps_[in.source - 1][kEngineCount] += (r.end - r.start).value;
+  }
 }
 
 void ReportWriter::on_kernel(const models::KernelRecord& r) {
@@ -358,7 +413,10 @@ std::string ReportWriter::run_json(const json& stats, const std::string& out_dir
       {"labels", label_list},
       {"labels_cut", labels_cut},
       {"stats", stats}};
-  return script_json(block);
+  if (source_ps_.empty()) return script_json(block);
+  json with_sources = block;
+  with_sources["sources"] = sources_json();
+  return script_json(with_sources);
 }
 
 void ReportWriter::close(const json& stats, const std::string& out_dir) {
@@ -375,7 +433,9 @@ void ReportWriter::close(const json& stats, const std::string& out_dir) {
     auto& ids = label_of[static_cast<size_t>(index_of(e))];
     ids.assign(stream.size(), kNoLabel);
     for (size_t i = 0; i < stream.size(); ++i) {
-      const std::string& l = stream[i].label;
+      // An instruction traced from Python shows its file:line where it has no label.
+      const std::string& l =
+          stream[i].label.empty() ? program_.source_of(stream[i]) : stream[i].label;
       if (l.empty()) continue;
       const auto it = label_ids.find(l);
       if (it != label_ids.end()) {

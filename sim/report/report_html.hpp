@@ -10,6 +10,7 @@
 // columns, which the page decodes into typed arrays.
 #pragma once
 
+#include <array>
 #include <cstdio>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -101,6 +102,12 @@ class ReportWriter : public models::EventSink {
   std::vector<uint32_t> launch_name_;  // "launch KERNEL" per kernel
   std::vector<uint32_t> op_name_;      // per host op
   uint32_t port_wait_name_ = 0, queue_full_name_ = 0, synchronize_name_ = 0;
+  // Kernels traced from Python (NKI): device time (instruction durations, picoseconds) and
+  // instruction count per source line (Program::sources), per engine and, last, in DMA
+  // transfers, for the source view.
+  std::vector<std::array<int64_t, kEngineCount + 1>> source_ps_;
+  std::vector<uint64_t> source_count_;
+  nlohmann::json sources_json() const;
   std::vector<Record> buffer_;
   std::FILE* spill_ = nullptr;  // a temporary file, deleted when closed
   std::string write_error_;     // a write that failed during the run, reported by close()

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "config/parameters.hpp"
+#include "sim/report/metrics.hpp"
 
 namespace trnsim::sim {
 
@@ -73,34 +74,6 @@ const char* status_name(CheckResult::Status s) {
   return "?";
 }
 
-// Achieved memory bandwidth against what the hardware allows, in bytes per ns (GB/s).
-struct MemoryFigures {
-  double dma_achieved = 0;  // DMA bytes over the run
-  double hbm_achieved = 0;  // HBM bytes read plus written over the run
-  double dma_peak = 0;      // every simulated core's DMA engines, theoretical
-  double hbm_peak = 0;      // the HBM stacks the simulated cores use
-  double limit = 0;         // what the DMA traffic could reach: min of the two, per DMA byte
-  double percent_of_limit() const { return limit > 0 ? 100.0 * dma_achieved / limit : 0.0; }
-  double percent_of_hbm_peak() const { return hbm_peak > 0 ? 100.0 * hbm_achieved / hbm_peak : 0; }
-};
-
-MemoryFigures memory_figures(const RunReport& r) {
-  const StatsCollector& s = r.stats;
-  MemoryFigures m;
-  const uint64_t hbm_bytes = s.traffic(isa::Memory::hbm).read + s.traffic(isa::Memory::hbm).written;
-  if (r.total.value > 0) {
-    m.dma_achieved = s.dma_bytes() / r.total.ns();
-    m.hbm_achieved = hbm_bytes / r.total.ns();
-  }
-  m.dma_peak = r.arch.dma_peak_bytes_per_ns() * r.result.cores;
-  m.hbm_peak = r.result.hbm_stack_peak_bytes_per_ns * r.result.hbm_stacks;
-  // An HBM->HBM byte costs HBM twice; SBUF->SBUF costs it nothing.
-  m.limit = hbm_bytes > 0 && s.dma_bytes() > 0
-                ? std::min(m.dma_peak, m.hbm_peak * s.dma_bytes() / static_cast<double>(hbm_bytes))
-                : m.dma_peak;
-  return m;
-}
-
 }  // namespace
 
 namespace {
@@ -120,62 +93,8 @@ json memory_model_json(const RunReport& r) {
 
 json stats_json(const RunReport& r) {
   const StatsCollector& s = r.stats;
-  json summary;
-  summary["total_time"] = seconds(r.total);
-  summary["total_time_ps"] = r.total.value;
-  summary["neuroncore_cycle_count"] = to_cycles(r.total, r.arch.base_mhz);
-  uint64_t hardware_flops = s.engine(Engine::tensor).flops;
-  const double peak = r.arch.tensor_peak_flops_bf16() * seconds(r.total);
-  summary["model_flops"] = r.kernel.model_flops;
-  summary["hardware_flops"] = hardware_flops;
-  summary["mfu_estimated_percent"] = peak > 0 ? 100.0 * r.kernel.model_flops / peak : 0.0;
-  summary["hfu_estimated_percent"] = peak > 0 ? 100.0 * hardware_flops / peak : 0.0;
-  const uint64_t hbm_bytes = s.traffic(isa::Memory::hbm).read + s.traffic(isa::Memory::hbm).written;
-  const double hbm_peak = r.arch.hbm_bytes_per_ns * r.total.ns();
-  summary["mbu_estimated_percent"] = hbm_peak > 0 ? 100.0 * hbm_bytes / hbm_peak : 0.0;
-  for (Engine e : kAllEngines) {
-    const EngineStats& es = s.engine(e);
-    const std::string k = fmt::format("{}_engine_", key_of(e));
-    summary[k + "active_time"] = seconds(es.active);
-    summary[k + "active_time_percent"] = percent(es.active, r.total);
-    summary[k + "instruction_count"] = es.instructions;
-    summary[k + "semaphore_wait_time"] = seconds(es.semaphore_wait);
-    summary[k + "port_wait_time"] = seconds(es.port_wait);
-  }
-  summary["dma_transfer_count"] = s.transfers();
-  summary["dma_transfer_bytes"] = s.dma_bytes();
-  summary["dma_transfer_average_bytes"] = s.transfers() ? s.dma_bytes() / s.transfers() : 0;
-  summary["dma_active_time"] = seconds(s.dma_active());
-  summary["dma_active_time_percent"] = percent(s.dma_active(), r.total);
-  summary["dma_achieved_bytes_per_second"] =
-      r.total.value > 0 ? s.dma_bytes() / seconds(r.total) : 0.0;
-  const MemoryFigures mf = memory_figures(r);
-  summary["cores"] = r.result.cores;
-  summary["dma_peak_bytes_per_second"] = mf.dma_peak * 1e9;
-  summary["memory_limit_bytes_per_second"] = mf.limit * 1e9;
-  summary["dma_achieved_percent_of_limit"] = mf.percent_of_limit();
-  summary["hbm_stacks"] = r.result.hbm_stacks;
-  summary["hbm_peak_bytes_per_second"] = mf.hbm_peak * 1e9;
-  summary["hbm_achieved_bytes_per_second"] = mf.hbm_achieved * 1e9;
-  summary["hbm_achieved_percent_of_peak"] = mf.percent_of_hbm_peak();
-  const models::HbmCounters& hc = r.result.hbm;
-  // The flow memory model has no rows, refresh or turnarounds: it leaves those counters out
-  // rather than report zeros (memory_model says so).
-  if (!r.result.flow_memory_model) {
-    summary["hbm_row_buffer_hit_rate"] = hc.row_hit_rate();
-    summary["hbm_column_accesses"] = hc.column_accesses;
-    summary["hbm_row_hits"] = hc.row_hits;
-    summary["hbm_row_misses"] = hc.row_misses;
-    summary["hbm_row_conflicts"] = hc.row_conflicts;
-    summary["hbm_refresh_stalls"] = hc.refresh_stalls;
-    summary["hbm_read_write_turnarounds"] = hc.turnarounds;
-  }
-  const std::pair<const char*, isa::Memory> memories[] = {
-      {"hbm", isa::Memory::hbm}, {"sbuf", isa::Memory::sbuf}, {"psum", isa::Memory::psum}};
-  for (const auto& [name, m] : memories) {
-    summary[fmt::format("{}_read_bytes", name)] = s.traffic(m).read;
-    summary[fmt::format("{}_write_bytes", name)] = s.traffic(m).written;
-  }
+  // Row by row from the declared metric table (sim/report/metrics.cpp).
+  const json summary = summary_json(r);
 
   json w = {{"name", r.workload.name},
             {"kernel", r.workload.kernel},

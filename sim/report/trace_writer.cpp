@@ -356,6 +356,10 @@ void TraceWriter::on_instruction(const models::InstructionRecord& r) {
     out += R"(,"queue":)";
     append_json_string(out, program_.queues[in.dma_queue].name);
   }
+  if (in.source != 0) {  // the Python file:line that emitted it (NKI kernels)
+    out += R"(,"source":)";
+    append_json_string(out, program_.source_of(in));
+  }
   out += "}}";
   finish_event();
   release_if_safe();
@@ -423,6 +427,10 @@ void TraceWriter::on_transfer(const models::TransferRecord& r) {
   out += R"(","dst":")";
   append_pattern(out, in.dst);
   out += '"';
+  if (in.source != 0) {
+    out += R"(,"source":)";
+    append_json_string(out, program_.source_of(in));
+  }
   out += "}}";
   finish_event();
   release_if_safe();

@@ -6,9 +6,11 @@
 #include <algorithm>
 #include <cmath>
 #include <iostream>
+#include <optional>
 
 #include "config/arch_file.hpp"
 #include "sim/io/output_file.hpp"
+#include "sim/report/metrics.hpp"
 #include "sim/run/load.hpp"
 #include "sim/run/run.hpp"
 #include "workloads/workload.hpp"
@@ -17,13 +19,12 @@ namespace trnsim::sim {
 
 using nlohmann::json;
 
+// The metric table marks them (golden_default).
 std::vector<std::string> default_golden_metrics() {
-  std::vector<std::string> m = {"neuroncore_cycle_count", "total_time_ps"};
-  for (const char* e : {"tensor", "vector", "scalar", "gpsimd", "sync"}) {
-    m.push_back(fmt::format("{}_engine_instruction_count", e));
-    m.push_back(fmt::format("{}_engine_active_time", e));
+  std::vector<std::string> m;
+  for (const Metric& x : metric_table()) {
+    if (x.golden_default) m.push_back(x.id());
   }
-  m.insert(m.end(), {"dma_transfer_count", "dma_transfer_bytes", "dma_active_time"});
   return m;
 }
 
@@ -53,15 +54,13 @@ std::string change_text(double golden, double now) {
   return fmt::format("{}{} ({:+.2f}%)", d >= 0 ? "+" : "", number(d), 100.0 * d / golden);
 }
 
-// Engine and DMA active times of one run: what a kernel's time is made of.
-std::vector<std::pair<std::string, double>> time_parts(const json& summary) {
+// Engine and DMA active times of one run (the table's time_part rows): what a kernel's time is
+// made of.
+std::vector<std::pair<std::string, double>> time_parts(const json& stats) {
   std::vector<std::pair<std::string, double>> parts;
-  for (const char* e : {"tensor", "vector", "scalar", "gpsimd", "sync"}) {
-    const std::string k = fmt::format("{}_engine_active_time", e);
-    if (summary.contains(k)) parts.emplace_back(k, summary[k].get<double>());
-  }
-  if (summary.contains("dma_active_time")) {
-    parts.emplace_back("dma_active_time", summary["dma_active_time"].get<double>());
+  for (const Metric& m : metric_table()) {
+    if (!m.time_part) continue;
+    if (const auto v = metric_value(stats, m.id())) parts.emplace_back(m.id(), *v);
   }
   return parts;
 }
@@ -71,9 +70,16 @@ void validate_golden(const json& g, const std::string& path) {
   if (!g.contains("summary") || !g["summary"].is_object()) {
     throw InputError(fmt::format("{}: /summary: expected an object of metric: value", path));
   }
+  // Metrics of stats.json's summary, as the metric table declares them (trnsim metrics): a
+  // misspelt one would otherwise drift as "missing" forever.
   for (const auto& item : g["summary"].items()) {
     if (!item.value().is_number()) {
       throw InputError(fmt::format("{}: /summary/{}: expected a number", path, item.key()));
+    }
+    const Metric* m = find_metric(item.key());
+    if (m == nullptr || m->object != "summary") {
+      throw InputError(
+          fmt::format("{}: /summary/{}: {}", path, item.key(), unknown_metric_text(item.key())));
     }
   }
   for (const char* key : {"workload", "arch"}) {
@@ -86,6 +92,11 @@ void validate_golden(const json& g, const std::string& path) {
       throw InputError(fmt::format("{}: /tolerance: expected an object", path));
     for (const auto& item : g["tolerance"].items()) {
       const std::string where = fmt::format("{}: /tolerance/{}", path, item.key());
+      const Metric* m = find_metric(item.key());
+      if (item.key() != "default" && (m == nullptr || m->object != "summary")) {
+        throw InputError(
+            fmt::format("{}: {} (or \"default\")", where, unknown_metric_text(item.key())));
+      }
       if (!item.value().is_object())
         throw InputError(where + ": expected {\"abs\": x, \"rel\": y}");
       for (const auto& t : item.value().items()) {
@@ -103,18 +114,20 @@ void validate_golden(const json& g, const std::string& path) {
 
 std::vector<MetricDrift> compare_to_golden(const json& golden, const json& stats) {
   std::vector<MetricDrift> drift;
-  const json& now = stats["summary"];
   for (const auto& item : golden["summary"].items()) {
     MetricDrift d;
     d.metric = item.key();
     d.golden = item.value().get<double>();
     d.tolerance = tolerance_of(golden, d.metric);
-    if (!now.contains(d.metric) || !now[d.metric].is_number()) {
+    // Declared (validate_golden checked it) but not in this run: the flow memory model has no
+    // row-buffer counters.
+    const std::optional<double> v = metric_value(stats, d.metric);
+    if (!v) {
       d.missing = true;
       drift.push_back(d);
       continue;
     }
-    d.now = now[d.metric].get<double>();
+    d.now = *v;
     if (std::fabs(d.now - d.golden) > d.tolerance.abs + d.tolerance.rel * std::fabs(d.golden)) {
       drift.push_back(d);
     }
@@ -145,7 +158,6 @@ int check(const CheckOptions& o) {
     run.report = false;  // a check compares counts; the page would only cost time
     const RunOutcome r = execute(run);
     if (r.exit_code == kBadInput) return kBadInput;
-    const json& summary = r.stats["summary"];
     const std::string name = r.stats["workload"].value("name", std::string("kernel"));
     const std::string arch_name = r.stats["arch"].value("name", std::string());
 
@@ -164,13 +176,14 @@ int check(const CheckOptions& o) {
       json values = json::object();
       std::string changes;
       for (const auto& m : metrics) {
-        if (!summary.contains(m)) continue;
-        values[m] = summary[m];
-        if (exists && golden["summary"].contains(m) && golden["summary"][m] != summary[m]) {
-          changes += fmt::format(
-              "  {:<34} {:>16} -> {:<16} {}\n", m, number(golden["summary"][m].get<double>()),
-              number(summary[m].get<double>()),
-              change_text(golden["summary"][m].get<double>(), summary[m].get<double>()));
+        const json* v = metric_json(r.stats, m);
+        if (v == nullptr) continue;  // declared, but not in this run (the flow memory model)
+        values[m] = *v;
+        if (exists && golden["summary"].contains(m) && golden["summary"][m] != *v) {
+          changes +=
+              fmt::format("  {:<34} {:>16} -> {:<16} {}\n", m,
+                          number(golden["summary"][m].get<double>()), number(v->get<double>()),
+                          change_text(golden["summary"][m].get<double>(), v->get<double>()));
         }
       }
       updated["summary"] = values;
@@ -212,7 +225,7 @@ int check(const CheckOptions& o) {
     }
     // Where the time moved: the kernel's engine and DMA active times, largest change first.
     std::vector<std::tuple<double, std::string, double, double>> moved;
-    for (const auto& [k, now_v] : time_parts(summary)) {
+    for (const auto& [k, now_v] : time_parts(r.stats)) {
       if (!golden["summary"].contains(k)) continue;
       const double g = golden["summary"][k].get<double>();
       if (now_v != g) moved.emplace_back(std::fabs(now_v - g), k, g, now_v);

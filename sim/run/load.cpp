@@ -7,6 +7,7 @@
 #include "config/arch_file.hpp"
 #include "config/parameters.hpp"
 #include "isa/text/assembly.hpp"
+#include "workloads/graph/npy.hpp"
 #include "workloads/program.hpp"
 
 namespace trnsim::sim {
@@ -83,6 +84,32 @@ isa::Assembly load_program_file(const std::string& path, const config::ArchConfi
   return isa::from_json(doc, path);
 }
 
+namespace {
+
+// A JSON program's "data" files (.npy, relative to the program file) as the kernel's inputs.
+void add_data_files(const std::string& path, const isa::Assembly& a, workloads::LoweredKernel& k) {
+  const auto slash = path.find_last_of('/');
+  const std::string dir = slash == std::string::npos ? "" : path.substr(0, slash + 1);
+  for (const auto& [name, file] : a.data_files) {
+    const std::string full = !file.empty() && file[0] == '/' ? file : dir + file;
+    const isa::DramTensor* t = k.program.find_dram_tensor(name);
+    workloads::NpyArray arr;
+    try {
+      arr = workloads::parse_npy(read_input_file(full));
+    } catch (const workloads::NpyError& e) {
+      throw InputError(fmt::format("{}: tensor {}: {}: {}", path, name, full, e.what()));
+    }
+    if (arr.values.size() != t->elements()) {
+      throw InputError(fmt::format("{}: tensor {} has {} elements; {} holds {}", path, name,
+                                   t->elements(), full, arr.values.size()));
+    }
+    for (float& v : arr.values) v = isa::round_to(t->dtype, v);
+    k.inputs.push_back(workloads::HostTensor{name, t->dtype, t->shape, std::move(arr.values)});
+  }
+}
+
+}  // namespace
+
 LoadedWorkload load_workload_file(const std::string& path, const std::string& arch_name,
                                   const std::vector<std::string>& sets, bool functional) {
   // Overrides are checked before the file is read: a bad --set fails before anything runs.
@@ -100,11 +127,14 @@ LoadedWorkload load_workload_file(const std::string& path, const std::string& ar
       a = isa::from_json(workloads::parse_json(text, path), path);
       if (arch_name.empty() && !a.arch.empty()) arch = configured_arch(a.arch, sets);
     }
-    return {workloads::describe_assembly(a), workloads::lower_assembly(a, arch, functional), arch};
+    LoadedWorkload loaded{workloads::describe_assembly(a),
+                          workloads::lower_assembly(a, arch, functional), arch, a.outputs};
+    if (functional) add_data_files(path, a, loaded.kernel);
+    return loaded;
   }
   workloads::Workload w = workloads::parse_workload(text, path);
   workloads::LoweredKernel k = workloads::lower(w, arch, functional);
-  return {std::move(w), std::move(k), arch};
+  return {std::move(w), std::move(k), arch, {}};
 }
 
 }  // namespace trnsim::sim

@@ -18,6 +18,9 @@ struct LoadedWorkload {
   workloads::Workload workload;
   workloads::LoweredKernel kernel;
   config::ArchConfig arch;
+  // HBM tensors written as <out>/<name>.npy after a functional run (a JSON program's tensors
+  // marked "output": true, e.g. a traced NKI kernel's outputs).
+  std::vector<std::string> npy_outputs;
 };
 
 // Loads and lowers `path`. `arch_name` empty means: the file's `.arch`, else trn2. Throws

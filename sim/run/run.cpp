@@ -6,6 +6,7 @@
 #include <sys/resource.h>
 
 #include <chrono>
+#include <cstring>
 #include <iostream>
 
 #include "compiler/deadlock.hpp"
@@ -104,14 +105,41 @@ class EventCounter : public models::EventSink {
 
 }  // namespace
 
+namespace {
+RunOutcome execute_run(const RunOptions& o, LoadedWorkload* given, const HostData& data);
+}  // namespace
+
 RunOutcome execute(const RunOptions& o) {
+  return execute_run(o, nullptr, {});
+}
+
+RunOutcome execute(const RunOptions& o, LoadedWorkload loaded, const HostData& data) {
+  return execute_run(o, &loaded, data);
+}
+
+namespace {
+
+// Writes each input's bytes over its HBM tensor.
+void write_host_inputs(const isa::Program& program, const HostData& data, isa::MemoryImage& m) {
+  for (const auto& [name, bytes] : data.inputs) {
+    const isa::DramTensor* t = program.find_dram_tensor(name);
+    if (t == nullptr || bytes.size() != t->bytes()) {
+      throw InputError(fmt::format("input {}: no HBM tensor of {} bytes", name, bytes.size()));
+    }
+    std::memcpy(m.hbm.data() + t->address, bytes.data(), bytes.size());
+  }
+}
+
+RunOutcome execute_run(const RunOptions& o, LoadedWorkload* given, const HostData& data) {
   RunOutcome out;
   out.exit_code = kBadInput;
   const auto t0 = std::chrono::steady_clock::now();
   const double cpu0 = cpu_seconds();
   try {
     const TraceFilter trace_filter = parse_trace_filter(o.trace_filter);
-    const LoadedWorkload in = load_workload_file(o.workload, o.arch, o.sets, !o.timing_only);
+    const LoadedWorkload in = given != nullptr
+                                  ? std::move(*given)
+                                  : load_workload_file(o.workload, o.arch, o.sets, !o.timing_only);
     const workloads::Workload& w = in.workload;
     const workloads::LoweredKernel& k = in.kernel;
     const config::ArchConfig& arch = in.arch;
@@ -139,6 +167,7 @@ RunOutcome execute(const RunOptions& o) {
       if (!o.timing_only) {
         memories.push_back(std::make_unique<isa::MemoryImage>(arch, k.program.dram_bytes()));
         workloads::load_inputs(k, *memories.back());
+        write_host_inputs(k.program, data, *memories.back());
       }
       memory_ptrs.push_back(o.timing_only ? nullptr : memories.back().get());
     }
@@ -192,6 +221,22 @@ RunOutcome execute(const RunOptions& o) {
         arrays.back()->write(
             workloads::npy_bytes(t.shape, workloads::read_tensor(k, *memories[0], t.name)));
         report.npy_files.push_back(t.name + ".npy");
+      }
+    }
+    if (!memories.empty()) {
+      for (const std::string& name : in.npy_outputs) {
+        arrays.push_back(std::make_unique<OutputFile>(o.out + "/" + name + ".npy"));
+        const isa::DramTensor* t = k.program.find_dram_tensor(name);
+        arrays.back()->write(
+            workloads::npy_bytes(t->shape, workloads::read_tensor(k, *memories[0], name)));
+        report.npy_files.push_back(name + ".npy");
+      }
+      for (const std::string& name : data.fetch) {
+        const isa::DramTensor* t = k.program.find_dram_tensor(name);
+        if (t == nullptr) throw InputError(fmt::format("no HBM tensor {} to return", name));
+        out.tensors.emplace_back(
+            name, std::string(reinterpret_cast<const char*>(memories[0]->hbm.data() + t->address),
+                              t->bytes()));
       }
     }
     trace.close();  // writes the last counter samples (perf.json counts them)
@@ -258,5 +303,7 @@ RunOutcome execute(const RunOptions& o) {
   }
   return out;
 }
+
+}  // namespace
 
 }  // namespace trnsim::sim

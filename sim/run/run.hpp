@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "sim/io/exit_codes.hpp"
+#include "sim/run/load.hpp"
 
 namespace trnsim::sim {
 
@@ -24,10 +25,22 @@ struct RunOutcome {
   int exit_code = kBadInput;
   nlohmann::json stats;  // stats.json's content, when the run got that far
   std::string summary;   // the printed summary
+  // HostData::fetch's tensors after the run (core 0), as bytes in their dtypes.
+  std::vector<std::pair<std::string, std::string>> tensors;
+};
+
+// Data a caller that is not a file hands a run and takes back (the Python module): inputs as
+// bytes in each HBM tensor's dtype, written over what lowering loaded; the tensors to return.
+struct HostData {
+  std::vector<std::pair<std::string, std::string>> inputs;
+  std::vector<std::string> fetch;
 };
 
 // Runs and writes the outputs; prints only errors (stderr).
 RunOutcome execute(const RunOptions& options);
+// The same for a workload already loaded and lowered (options.workload only names it in
+// messages): what the Python module runs after tracing a kernel.
+RunOutcome execute(const RunOptions& options, LoadedWorkload loaded, const HostData& data = {});
 
 // Prints the summary to stdout and errors to stderr; returns the process exit code.
 int run(const RunOptions& options);

@@ -12,6 +12,7 @@
 #include "isa/text/assembly.hpp"
 #include "isa/validate.hpp"
 #include "sim/io/output_file.hpp"
+#include "sim/report/metrics.hpp"
 #include "sim/run/load.hpp"
 #include "sim/run/run.hpp"
 #include "workloads/lowering.hpp"
@@ -153,6 +154,16 @@ int list_params(const std::string& arch_name, const std::vector<std::string>& se
 
 int list_isa(bool markdown) {
   std::cout << isa_table(markdown) << std::flush;
+  return kSuccess;
+}
+
+int list_metrics(bool markdown, bool as_json) {
+  if (markdown && as_json) {
+    spdlog::error("--markdown and --json: expected one of them");
+    return kBadInput;
+  }
+  std::cout << (as_json ? metric_table_json().dump(2) + "\n" : metrics_listing(markdown))
+            << std::flush;
   return kSuccess;
 }
 

@@ -1,4 +1,5 @@
-// The ISA tools of the command line: `trnsim asm`, `trnsim disasm`, `trnsim isa`.
+// The listing tools of the command line: `trnsim asm`, `trnsim disasm`, `trnsim isa`, `trnsim
+// params`, `trnsim metrics`.
 #pragma once
 
 #include <string>
@@ -21,5 +22,8 @@ int list_isa(bool markdown);
 // meaning and source; with `as_json`, the same as a complete arch file (config::arch_document).
 int list_params(const std::string& arch, const std::vector<std::string>& sets, bool as_json);
 std::string isa_table(bool markdown);
+
+// Lists the metric table (sim/report/metrics.hpp): text, Markdown for docs/metrics.md, or JSON.
+int list_metrics(bool markdown, bool as_json);
 
 }  // namespace trnsim::sim

@@ -40,3 +40,49 @@ TEST_CASE("kernels on a 256-partition arch pass their functional checks") {
     CHECK(s["check"]["status"] == "pass");
   }
 }
+
+// The HBM bandwidth is one parameter: a what-if on the stack's peak moves the time and MBU
+// together, MBU's denominator being the core's share (hbm.stack_bytes_per_ns /
+// hbm.cores_per_stack, trn2: 725 / 2 = 362.5 GB/s).
+TEST_CASE("HBM bandwidth: MBU divides by the stack's peak over the cores that share it") {
+  for (const char* stack : {"725", "1450"}) {
+    INFO(stack);
+    const nlohmann::json s =
+        run_stats("rmsnorm.json",
+                  std::string("--timing-only --no-report --set hbm.stack_bytes_per_ns=") + stack,
+                  std::string("mbu_") + stack);
+    const auto& m = s["summary"];
+    const double share = std::stod(stack) / 2 * 1e9;  // B/s: trn2's two cores per stack
+    const double bytes = m["hbm_read_bytes"].get<double>() + m["hbm_write_bytes"].get<double>();
+    CHECK(m["mbu_estimated_percent"].get<double>() ==
+          Approx(100 * bytes / (share * m["total_time"].get<double>())).epsilon(1e-12));
+    CHECK_FALSE(s["arch"]["parameters"].contains("hbm_bytes_per_ns"));
+    CHECK(s["arch"]["parameters"]["hbm.stack_bytes_per_ns"] == std::stod(stack));
+  }
+}
+
+TEST_CASE("the dropped hbm_bytes_per_ns is refused with what to set instead") {
+  const std::string dir = trnsim_test::fresh_dir("whatif_dropped_share");
+  const std::string instead =
+      "hbm_bytes_per_ns: no longer a parameter: a core's share of the HBM bandwidth (the MBU "
+      "denominator) is derived as hbm.stack_bytes_per_ns / hbm.cores_per_stack; set "
+      "hbm.stack_bytes_per_ns";
+  const std::string w = example("rmsnorm.json") + " --timing-only --out " + dir + "/o ";
+  const trnsim_test::Invocation set = trnsim_test::trnsim(w + "--set hbm_bytes_per_ns=725", dir);
+  CHECK(set.exit_code == 2);
+  CHECK(set.err.find("--set " + instead) != std::string::npos);
+  const std::string arch = trnsim_test::write_file(
+      dir, "share.json", R"({"base": "trn2", "parameters": {"hbm_bytes_per_ns": 725}})");
+  const trnsim_test::Invocation file = trnsim_test::trnsim(w + "--arch " + arch, dir);
+  CHECK(file.exit_code == 2);
+  CHECK(file.err.find(arch + ": /parameters/" + instead) != std::string::npos);
+  trnsim_test::write_file(dir, "w.json", R"({"kernel": "rmsnorm", "shape": [256, 512]})");
+  const std::string sweep = trnsim_test::write_file(
+      dir, "s.json", R"({"workloads": "w.json", "grid": {"hbm_bytes_per_ns": [181.25, 362.5]}})");
+  const trnsim_test::Invocation sw =
+      trnsim_test::trnsim("sweep " + sweep + " --out " + dir + "/sweep", dir);
+  CHECK(sw.exit_code == 2);
+  CHECK(sw.err.find(sweep + ": /grid/" + instead) != std::string::npos);
+  CHECK_FALSE(std::filesystem::exists(dir + "/o/stats.json"));
+  CHECK(trnsim_test::trnsim("params --set hbm_bytes_per_ns=1", dir).exit_code == 2);
+}

@@ -42,7 +42,17 @@ const std::vector<std::string> kOpcodes = {"dma_copy",
                                            "affine_select",
                                            "partition_reduce",
                                            "partition_all_reduce",
-                                           "nop"};
+                                           "nop",
+                                           "tensor_scalar_reduce",
+                                           "tensor_tensor_scan",
+                                           "tensor_scalar_cumulative",
+                                           "max8",
+                                           "find_index8",
+                                           "match_replace8",
+                                           "range_select",
+                                           "copy_predicated",
+                                           "local_gather",
+                                           "gather"};
 
 }  // namespace
 
@@ -125,12 +135,12 @@ TEST_CASE("trnsim disasm output, saved as .tasm, runs with the same cycles") {
   }
 }
 
-TEST_CASE("trnsim isa lists all 21 opcodes") {
+TEST_CASE("trnsim isa lists all 31 opcodes") {
   const std::string dir = fresh_dir("isa_list");
   const Invocation r = trnsim("isa", dir);
   INFO(r.err);
   REQUIRE(r.exit_code == 0);
-  REQUIRE(kOpcodes.size() == 21);
+  REQUIRE(kOpcodes.size() == 31);
   for (const auto& op : kOpcodes) {
     INFO(op);
     // Each opcode starts a line, followed by its engines.
@@ -138,14 +148,14 @@ TEST_CASE("trnsim isa lists all 21 opcodes") {
   }
   size_t rows = 0;
   for (size_t p = 0; (p = r.out.find("cost: ", p)) != std::string::npos; ++p) ++rows;
-  CHECK(rows == 21);
+  CHECK(rows == 31);
   const Invocation md = trnsim("isa --markdown", dir);
   REQUIRE(md.exit_code == 0);
   size_t table_rows = 0;
   for (const auto& op : kOpcodes) {
     if (md.out.find("| `" + op + "` |") != std::string::npos) ++table_rows;
   }
-  CHECK(table_rows == 21);
+  CHECK(table_rows == 31);
 }
 
 TEST_CASE("trnsim isa --markdown is contained verbatim in docs/isa.md") {

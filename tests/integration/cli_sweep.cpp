@@ -20,7 +20,7 @@ const char* kSweep = R"({
   "workloads": ["w.json"],
   "arch": "trn2",
   "grid": {"clock.scalar_mhz": [600, 2400]},
-  "zip": {"hbm.stack_bytes_per_ns": [181.25, 362.5, 1450], "hbm_bytes_per_ns": [90.625, 181.25, 725]}
+  "zip": {"hbm.stack_bytes_per_ns": [181.25, 362.5, 1450], "hbm_latency_ns": [35, 70, 140]}
 })";
 
 std::string sweep_dir(const std::string& name, const std::string& sweep = kSweep) {
@@ -66,7 +66,7 @@ TEST_CASE("sweep: -j 2 gives the same CSV and JSON as the serial sweep") {
 
   const nlohmann::json results = read_json(dir + "/serial/results.json");
   CHECK(results["parameters"] ==
-        nlohmann::json({"clock.scalar_mhz", "hbm.stack_bytes_per_ns", "hbm_bytes_per_ns"}));
+        nlohmann::json({"clock.scalar_mhz", "hbm.stack_bytes_per_ns", "hbm_latency_ns"}));
   const auto& points = results["points"];
   REQUIRE(points.size() == 7);
   // The base point first, with trn2's values; then the grid, the zip varying fastest.
@@ -77,7 +77,7 @@ TEST_CASE("sweep: -j 2 gives the same CSV and JSON as the serial sweep") {
   CHECK(points[0]["speedup"] == 1.0);
   CHECK(points[1]["parameters"]["clock.scalar_mhz"] == 600);
   CHECK(points[1]["parameters"]["hbm.stack_bytes_per_ns"] == 181.25);
-  CHECK(points[1]["parameters"]["hbm_bytes_per_ns"] == 90.625);
+  CHECK(points[1]["parameters"]["hbm_latency_ns"] == 35.0);
   CHECK(points[2]["parameters"]["hbm.stack_bytes_per_ns"] == 362.5);
   CHECK(points[4]["parameters"]["clock.scalar_mhz"] == 2400);
   for (const auto& p : points) {

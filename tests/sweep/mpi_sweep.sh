@@ -17,7 +17,7 @@ cat >s.json <<'JSON'
   "name": "mpi",
   "workloads": ["w.json"],
   "grid": {"clock.scalar_mhz": [600, 1200, 2400]},
-  "zip": {"hbm.stack_bytes_per_ns": [181.25, 725], "hbm_bytes_per_ns": [90.625, 362.5]}
+  "zip": {"hbm.stack_bytes_per_ns": [181.25, 725], "hbm_latency_ns": [35, 70]}
 }
 JSON
 

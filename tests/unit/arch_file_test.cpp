@@ -55,8 +55,8 @@ TEST_CASE("the presets keep the values the golden counts were taken with") {
   CHECK(trn2.engine_mhz == std::array<uint32_t, 5>{2400, 960, 1200, 1200, 1200});
   CHECK(trn1.sbuf_partition_bytes == 192 * 1024);
   CHECK(trn2.sbuf_partition_bytes == 224 * 1024);
-  CHECK(trn1.hbm_bytes_per_ns == 410.0);
-  CHECK(trn2.hbm_bytes_per_ns == 362.5);
+  CHECK(trn1.hbm_bytes_per_ns() == 410.0);
+  CHECK(trn2.hbm_bytes_per_ns() == 362.5);
   CHECK(trn1.dma_descriptor_overhead_ns == 89.0);
   CHECK(trn2.dma_descriptor_overhead_ns == 26.0);
   CHECK(trn1.hbm.t_ccd_l == 0.0);
@@ -79,7 +79,7 @@ TEST_CASE("trn3 takes what the fact sheet gives for Trainium3 / NeuronCore-v4") 
   CHECK(a.dma_engines == 16);
   CHECK(a.dma_engine_bytes_per_ns == 38.4);
   CHECK(a.hbm_capacity_bytes * a.chip_cores == 144ULL << 30);
-  CHECK(a.hbm_bytes_per_ns * a.chip_cores == 4900.0);
+  CHECK(a.hbm_bytes_per_ns() * a.chip_cores == 4900.0);
   CHECK(a.hbm.t_ccd_l == 2 * a.hbm.burst_ns());
   CHECK(a.tensor_peak_flops_bf16() == Approx(78.6e12).epsilon(0.001));
 }

@@ -26,9 +26,7 @@ using namespace trnsim_test;
 namespace {
 std::string att(int64_t heads, int64_t seq, int64_t d, const std::string& extra = "",
                 const std::string& params = "{}") {
-  return R"({"kernel": "attention", "shape": [)" + std::to_string(heads) + ", " +
-         std::to_string(seq) + ", " + std::to_string(d) + "]" + extra + R"(, "params": )" + params +
-         "}";
+  return kernel_json("attention", {heads, seq, d}, extra, params);
 }
 }  // namespace
 
@@ -84,10 +82,8 @@ TEST_CASE("attention with one head buffer drains a head before loading the next"
     CHECK(lower(w, arch, false).choices.at("head_bufs") == 1);
     CHECK(check_functional(w, arch).mismatches == 0);
   }
-  CHECK(lower(workload(att(3, 300, 64)), trnsim::config::trn2(), false).choices.at("head_bufs") ==
-        2);
-  CHECK(lower(workload(att(1, 300, 64)), trnsim::config::trn2(), false).choices.at("head_bufs") ==
-        1);
+  CHECK(lowered(att(3, 300, 64)).choices.at("head_bufs") == 2);
+  CHECK(lowered(att(1, 300, 64)).choices.at("head_bufs") == 1);
 }
 
 TEST_CASE("attention follows the partitions, PE array and PSUM banks of the arch",
@@ -125,36 +121,20 @@ TEST_CASE("attention follows the partitions, PE array and PSUM banks of the arch
 
 TEST_CASE("attention's check catches a missing rescale and a missing causal mask",
           "[unit][attention]") {
-  auto fails_with = [](const std::string& json, auto mutate) {
+  // VectorE's step `label` left out of the workload `json`.
+  auto fails_without = [](const std::string& json, const std::string& label) {
     const ArchConfig arch = trnsim::config::trn2();
-    const LoweredKernel k = lower(workload(json), arch, true);
-    LoweredKernel m = k;
-    mutate(m.program);
-    trnsim::isa::MemoryImage mem(arch, m.program.dram_bytes());
-    trnsim::workloads::load_inputs(m, mem);
-    REQUIRE(play(m.program, arch, mem,
-                 {Engine::sync, Engine::tensor, Engine::vector, Engine::scalar, Engine::gpsimd}));
-    return trnsim::workloads::check_outputs(m, mem).status ==
-           trnsim::workloads::CheckResult::Status::fail;
+    return fails_when(
+        lowered(json, arch, true), arch,
+        [&](trnsim::isa::Program& p) { bypass(p, {Engine::vector}, label); },
+        {Engine::sync, Engine::tensor, Engine::vector, Engine::scalar, Engine::gpsimd});
   };
   // Two key blocks per query block: without O *= alpha the first block's share is too large.
-  CHECK(fails_with(att(1, 512, 64, "", R"({"kv_block": 256})"), [](trnsim::isa::Program& p) {
-    for (Instruction& in : p.stream(Engine::vector)) {
-      if (in.label.rfind("rescale O", 0) == 0) in.op0 = trnsim::isa::AluOp::bypass;
-    }
-  }));
+  CHECK(fails_without(att(1, 512, 64, "", R"({"kv_block": 256})"), "rescale O"));
   // Without l *= alpha, the sum is off the same way.
-  CHECK(fails_with(att(1, 512, 64, "", R"({"kv_block": 256})"), [](trnsim::isa::Program& p) {
-    for (Instruction& in : p.stream(Engine::vector)) {
-      if (in.label.rfind("l h", 0) == 0) in.op0 = trnsim::isa::AluOp::bypass;
-    }
-  }));
+  CHECK(fails_without(att(1, 512, 64, "", R"({"kv_block": 256})"), "l h"));
   // Without the mask, queries see later keys.
-  CHECK(fails_with(att(1, 256, 64, R"(, "causal": true)"), [](trnsim::isa::Program& p) {
-    for (Instruction& in : p.stream(Engine::vector)) {
-      if (in.label.rfind("mask", 0) == 0) in.op0 = trnsim::isa::AluOp::bypass;
-    }
-  }));
+  CHECK(fails_without(att(1, 256, 64, R"(, "causal": true)"), "mask"));
 }
 
 TEST_CASE("the lowered attention has no unordered accesses for any choice", "[unit][attention]") {
@@ -164,7 +144,7 @@ TEST_CASE("the lowered attention has no unordered accesses for any choice", "[un
            {"{}", R"({"kv_block": 128, "bufs": 3})", R"({"kv_block": 640, "pt_copy": "vector"})",
             R"({"kv_block": 256, "pt_copy": "scalar"})"}) {
         INFO(arch.name << " " << extra << " " << params);
-        const LoweredKernel k = lower(workload(att(3, 900, 64, extra, params)), arch, false);
+        const LoweredKernel k = lowered(att(3, 900, 64, extra, params), arch);
         CHECK(find_unordered_conflicts(k.program, arch) == "");
       }
     }
@@ -177,7 +157,7 @@ TEST_CASE("attention at seq 8192 fits the instruction cap, SBUF and PSUM, heads 
     for (int64_t heads : {1, 3, 8}) {
       for (const char* extra : {"", R"(, "causal": true)"}) {
         INFO(arch.name << " heads " << heads << extra);
-        const LoweredKernel k = lower(workload(att(heads, 8192, 128, extra)), arch, false);
+        const LoweredKernel k = lowered(att(heads, 8192, 128, extra), arch);
         CHECK_NOTHROW(trnsim::isa::validate(k.program, arch));  // SBUF, PSUM, banks, shapes
         CHECK(trnsim::compiler::find_deadlock(k.program, arch) == "");
         CHECK(k.program.instruction_count() <= arch.max_instructions);
@@ -210,11 +190,8 @@ TEST_CASE("causal attention skips the blocks past each query block and masks the
           "[unit][attention]") {
   // seq 1000, kv_block 256: query block j (rows 128j .. 128j + 127) needs keys up to its last
   // row, in ceil((128j + qr) / 256) blocks; the score matmuls read exactly those keys.
-  const LoweredKernel k =
-      lower(workload(att(1, 1000, 64, R"(, "causal": true)", R"({"kv_block": 256})")),
-            trnsim::config::trn2(), false);
-  const LoweredKernel full =
-      lower(workload(att(1, 1000, 64, "", R"({"kv_block": 256})")), trnsim::config::trn2(), false);
+  const LoweredKernel k = lowered(att(1, 1000, 64, R"(, "causal": true)", R"({"kv_block": 256})"));
+  const LoweredKernel full = lowered(att(1, 1000, 64, "", R"({"kv_block": 256})"));
   uint64_t keys = 0, keys_full = 0;
   for (const Instruction& in : k.program.stream(Engine::tensor)) {
     if (in.label.rfind("S ", 0) == 0) keys += in.src[1].free_elements();
@@ -241,7 +218,7 @@ TEST_CASE("causal attention skips the blocks past each query block and masks the
 }
 
 TEST_CASE("attention transposes Q and K by DMA and P by TensorE", "[unit][attention]") {
-  const LoweredKernel k = lower(workload(att(2, 300, 64)), trnsim::config::trn2(), false);
+  const LoweredKernel k = lowered(att(2, 300, 64));
   const auto& p = k.program;
   // Per head one DMA transpose each for Q^T and K^T ([seq, head_dim] -> [head_dim, seq]), V by
   // plain copies (full 128-key blocks, then the 44-key tail).

@@ -286,14 +286,15 @@ TEST_CASE("parse_dtype takes every name and alias and nothing else", "[unit][dty
       {"float32", DType::fp32},      {"bfloat16", DType::bf16},
       {"float16", DType::fp16},      {"float8_e4m3", DType::fp8_e4m3},
       {"fp8e4m3", DType::fp8_e4m3},  {"float8_e5m2", DType::fp8_e5m2},
-      {"fp8e5m2", DType::fp8_e5m2}};
+      {"fp8e5m2", DType::fp8_e5m2},  {"int16", DType::int16},
+      {"uint16", DType::uint16},     {"uint32", DType::uint32}};
   for (const auto& [name, t] : names) {
     INFO(name);
     REQUIRE(parse_dtype(name).has_value());
     CHECK(*parse_dtype(name) == t);
   }
   for (const char* bad :
-       {"fp8", "e4m3", "float8_e4m3fn", "int16", "FP16", " fp16", "fp16 ", "uint32", "half", ""}) {
+       {"fp8", "e4m3", "float8_e4m3fn", "int64", "FP16", " fp16", "fp16 ", "uint64", "half", ""}) {
     INFO(bad);
     CHECK_FALSE(parse_dtype(bad).has_value());
   }
@@ -301,7 +302,8 @@ TEST_CASE("parse_dtype takes every name and alias and nothing else", "[unit][dty
   for (DType t : trnsim::isa::kAllDTypes) {
     CHECK(parse_dtype(trnsim::isa::name_of(t)) == t);
   }
-  CHECK(trnsim::isa::dtype_names() == "fp32, bf16, fp16, fp8_e4m3, fp8_e5m2, int32, int8, uint8");
+  CHECK(trnsim::isa::dtype_names() ==
+        "fp32, bf16, fp16, fp8_e4m3, fp8_e5m2, int32, int8, uint8, int16, uint16, uint32");
   CHECK(trnsim::isa::size_of(DType::fp16) == 2);
   CHECK(trnsim::isa::size_of(DType::fp8_e4m3) == 1);
   CHECK(trnsim::isa::size_of(DType::fp8_e5m2) == 1);

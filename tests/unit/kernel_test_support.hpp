@@ -1,10 +1,12 @@
-// Helpers for the lowering tests of the kernel library: workloads from JSON text, lowering
-// errors, and a functional run of a lowered program without the simulator.
+// What the lowering tests of the kernel library share: workloads from JSON text, lowering and
+// its errors, a functional run of a lowered program without the simulator, and the check that a
+// broken program fails the functional check.
 #pragma once
 
 #include <catch2/catch.hpp>
 
 #include <cmath>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -24,11 +26,39 @@ inline trnsim::workloads::Workload workload(const std::string& json) {
   return trnsim::workloads::parse_workload(json, "w.json");
 }
 
+// The kernel form's JSON: {"kernel": kernel, "shape": [...]<extra>, "params": params}, where
+// `extra` adds top-level keys after the shape, each with its leading comma.
+inline std::string kernel_json(const std::string& kernel, const std::vector<int64_t>& shape,
+                               const std::string& extra = "", const std::string& params = "{}") {
+  std::string dims;
+  for (size_t i = 0; i < shape.size(); ++i) dims += (i == 0 ? "" : ", ") + std::to_string(shape[i]);
+  return R"({"kernel": ")" + kernel + R"(", "shape": [)" + dims + "]" + extra + R"(, "params": )" +
+         params + "}";
+}
+
+// The workload of `json` lowered for `arch` (for timing only unless `functional`).
+inline trnsim::workloads::LoweredKernel lowered(
+    const std::string& json, const trnsim::config::ArchConfig& arch = trnsim::config::trn2(),
+    bool functional = false) {
+  return trnsim::workloads::lower(workload(json), arch, functional);
+}
+
 // The WorkloadError lowering (or loading) throws, or "" when there is none.
 inline std::string error_of(const std::string& json,
                             const trnsim::config::ArchConfig& arch = trnsim::config::trn2()) {
   try {
     trnsim::workloads::lower(workload(json), arch, false);
+  } catch (const trnsim::workloads::WorkloadError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+// The WorkloadError lowering an already parsed workload throws, or "" when there is none.
+inline std::string error_of(const trnsim::workloads::Workload& w,
+                            const trnsim::config::ArchConfig& arch = trnsim::config::trn2()) {
+  try {
+    trnsim::workloads::lower(w, arch, false);
   } catch (const trnsim::workloads::WorkloadError& e) {
     return e.what();
   }
@@ -81,7 +111,8 @@ struct FunctionalResult {
 };
 
 // Lowers `w` for `arch`, checks that it validates, has no unordered conflicting accesses and no
-// deadlock, runs it in two engine orders and compares every output with the reference.
+// deadlock and a tensor for every input, runs it in two engine orders and compares every output
+// with the reference.
 inline FunctionalResult check_functional(const trnsim::workloads::Workload& w,
                                          const trnsim::config::ArchConfig& arch) {
   using namespace trnsim;
@@ -93,6 +124,7 @@ inline FunctionalResult check_functional(const trnsim::workloads::Workload& w,
   CHECK(find_deadlock(k.program, arch) == "");
   CHECK(find_unordered_conflicts(k.program, arch) == "");
   REQUIRE_FALSE(k.expected.empty());
+  for (const auto& input : k.inputs) REQUIRE(k.program.find_dram_tensor(input.name) != nullptr);
   FunctionalResult r;
   const std::vector<std::vector<Engine>> orders = {
       {Engine::sync, Engine::scalar, Engine::vector, Engine::tensor, Engine::gpsimd},
@@ -120,6 +152,32 @@ inline FunctionalResult check_functional(const trnsim::workloads::Workload& w,
     }
   }
   return r;
+}
+
+// Makes the instructions of `engines` whose label starts with `prefix` pass their input
+// through (op0 bypass): the program without that step.
+inline void bypass(trnsim::isa::Program& p, const std::vector<trnsim::Engine>& engines,
+                   const std::string& prefix) {
+  for (trnsim::Engine e : engines) {
+    for (trnsim::isa::Instruction& in : p.stream(e)) {
+      if (in.label.rfind(prefix, 0) == 0) in.op0 = trnsim::isa::AluOp::bypass;
+    }
+  }
+}
+
+// Whether `k` fails its functional check once `mutate` has changed its program (played in
+// `order`, which must finish).
+inline bool fails_when(const trnsim::workloads::LoweredKernel& k,
+                       const trnsim::config::ArchConfig& arch,
+                       const std::function<void(trnsim::isa::Program&)>& mutate,
+                       const std::vector<trnsim::Engine>& order) {
+  trnsim::workloads::LoweredKernel m = k;
+  mutate(m.program);
+  trnsim::isa::MemoryImage mem(arch, m.program.dram_bytes());
+  trnsim::workloads::load_inputs(m, mem);
+  REQUIRE(play(m.program, arch, mem, order));
+  return trnsim::workloads::check_outputs(m, mem).status ==
+         trnsim::workloads::CheckResult::Status::fail;
 }
 
 inline size_t count_of(const trnsim::isa::Program& p, trnsim::Engine e, trnsim::isa::Opcode op) {

@@ -22,8 +22,7 @@ using namespace trnsim_test;
 namespace {
 std::string ln(int64_t rows, int64_t hidden, const std::string& extra = "",
                const std::string& params = "{}") {
-  return R"({"kernel": "layernorm", "shape": [)" + std::to_string(rows) + ", " +
-         std::to_string(hidden) + "]" + extra + R"(, "params": )" + params + "}";
+  return kernel_json("layernorm", {rows, hidden}, extra, params);
 }
 }  // namespace
 
@@ -69,23 +68,14 @@ TEST_CASE("the lowered layernorm computes layernorm with both methods", "[unit][
 TEST_CASE("layernorm's tolerance catches a missing beta or gamma", "[unit][layernorm]") {
   // The bound (rtol 4u, atol 2u) is far below what leaving out beta (up to 0.5) or gamma (a
   // factor of 0.5 to 1.5) costs: the check is not vacuous.
-  const LoweredKernel k = lower(workload(ln(128, 256)), trnsim::config::trn2(), true);
+  const LoweredKernel k = lowered(ln(128, 256), trnsim::config::trn2(), true);
   CHECK(k.tolerance.rtol == Approx(4 * 0x1.0p-8));
   CHECK(k.tolerance.atol == Approx(2 * 0x1.0p-8));
-  trnsim::isa::Program p = k.program;
-  for (auto* stream : {&p.stream(Engine::gpsimd), &p.stream(Engine::vector)}) {
-    for (Instruction& in : *stream) {
-      if (in.label.rfind("beta", 0) == 0) in.op0 = trnsim::isa::AluOp::bypass;
-    }
-  }
-  trnsim::isa::MemoryImage mem(trnsim::config::trn2(), p.dram_bytes());
-  trnsim::workloads::load_inputs(k, mem);
-  REQUIRE(play(p, trnsim::config::trn2(), mem,
-               {Engine::sync, Engine::vector, Engine::scalar, Engine::gpsimd, Engine::tensor}));
-  LoweredKernel mutated = k;
-  mutated.program = p;
-  CHECK(trnsim::workloads::check_outputs(mutated, mem).status ==
-        trnsim::workloads::CheckResult::Status::fail);
+  CHECK(fails_when(k, trnsim::config::trn2(),
+                   [](trnsim::isa::Program& p) {
+                     bypass(p, {Engine::gpsimd, Engine::vector}, "beta");
+                   },
+                   {Engine::sync, Engine::vector, Engine::scalar, Engine::gpsimd, Engine::tensor}));
 }
 
 TEST_CASE("the lowered layernorm validates at large shapes and counts its instructions",
@@ -96,8 +86,7 @@ TEST_CASE("the lowered layernorm validates at large shapes and counts its instru
                {8192, 4096}, {1000, 8191}, {129, 16000}, {4096, 512}}) {
         INFO(arch.name << " " << method << " [" << rows << ", " << hidden << "]");
         const LoweredKernel k =
-            lower(workload(ln(rows, hidden, std::string(R"(, "method": ")") + method + "\"")), arch,
-                  false);
+            lowered(ln(rows, hidden, std::string(R"(, "method": ")") + method + "\""), arch);
         CHECK_NOTHROW(trnsim::isa::validate(k.program, arch));
         CHECK(trnsim::compiler::find_deadlock(k.program, arch) == "");
         const int64_t tiles = (rows + 127) / 128;
@@ -118,8 +107,7 @@ TEST_CASE("the lowered layernorm has no unordered accesses for any choice", "[un
             R"({"bufs": 5, "tile_rows": 32, "beta_engine": "gpsimd"})"}) {
         INFO(arch.name << " " << method << " " << params);
         const LoweredKernel k =
-            lower(workload(ln(700, 600, std::string(R"(, "method": ")") + method + "\"", params)),
-                  arch, false);
+            lowered(ln(700, 600, std::string(R"(, "method": ")") + method + "\"", params), arch);
         CHECK(find_unordered_conflicts(k.program, arch) == "");
       }
     }
@@ -130,7 +118,7 @@ TEST_CASE("bn_stats reads chunks of at most bn_stats_free_max, then one bn_aggr"
           "[unit][layernorm]") {
   // hidden 1100: chunks of 512, 512 and 76.
   const ArchConfig arch = trnsim::config::trn2();
-  const LoweredKernel k = lower(workload(ln(256, 1100)), arch, false);
+  const LoweredKernel k = lowered(ln(256, 1100), arch);
   std::vector<uint64_t> sizes;
   for (const Instruction& in : k.program.stream(Engine::vector)) {
     if (in.opcode == Opcode::bn_stats && in.label.find("tile 0 ") != std::string::npos) {
@@ -146,7 +134,7 @@ TEST_CASE("bn_stats reads chunks of at most bn_stats_free_max, then one bn_aggr"
   // With a smaller limit the chunks follow it.
   ArchConfig small = arch;
   small.bn_stats_free_max = 256;
-  const LoweredKernel s = lower(workload(ln(128, 1100)), small, false);
+  const LoweredKernel s = lowered(ln(128, 1100), small);
   CHECK(count_of(s.program, Engine::vector, Opcode::bn_stats) == 5);
   CHECK_NOTHROW(trnsim::isa::validate(s.program, small));
 }
@@ -155,9 +143,7 @@ TEST_CASE("layernorm puts statistics on VectorE and the scale and shift on Scala
           "[unit][layernorm]") {
   for (const char* method : {"bn_stats", "two_pass"}) {
     INFO(method);
-    const LoweredKernel k =
-        lower(workload(ln(256, 512, std::string(R"(, "method": ")") + method + "\"")),
-              trnsim::config::trn2(), false);
+    const LoweredKernel k = lowered(ln(256, 512, std::string(R"(, "method": ")") + method + "\""));
     const auto& p = k.program;
     const bool bn = std::string(method) == "bn_stats";
     // Statistics: bn_stats/bn_aggr, or the sum by a reduction, on VectorE only.
@@ -185,7 +171,7 @@ TEST_CASE("layernorm puts statistics on VectorE and the scale and shift on Scala
     CHECK(k.choices.at("beta_engine") == "gpsimd");
   }
   // trn1: VectorE and GpSimdE share the SBUF port, so beta stays on VectorE.
-  const LoweredKernel t1 = lower(workload(ln(256, 512)), trnsim::config::trn1(), false);
+  const LoweredKernel t1 = lowered(ln(256, 512), trnsim::config::trn1());
   CHECK(count_of(t1.program, Engine::gpsimd, Opcode::tensor_tensor) == 0);
   CHECK(t1.choices.at("beta_engine") == "vector");
 }
@@ -193,15 +179,15 @@ TEST_CASE("layernorm puts statistics on VectorE and the scale and shift on Scala
 TEST_CASE("layernorm takes the most of three buffers that fit, and eps 1e-5 by default",
           "[unit][layernorm]") {
   const ArchConfig arch = trnsim::config::trn2();
-  CHECK(lower(workload(ln(1024, 4096)), arch, false).choices.at("bufs") == 3);
+  CHECK(lowered(ln(1024, 4096), arch).choices.at("bufs") == 3);
   // hidden 20000 bf16: gamma and beta 80000 bytes, each buffer 80000 more: one fits 224 KiB.
-  CHECK(lower(workload(ln(1024, 20000)), arch, false).choices.at("bufs") == 1);
-  CHECK(lower(workload(ln(1024, 16000)), arch, false).choices.at("bufs") == 2);
-  CHECK(lower(workload(ln(100, 64)), arch, false).choices.at("bufs") == 1);  // one tile
+  CHECK(lowered(ln(1024, 20000), arch).choices.at("bufs") == 1);
+  CHECK(lowered(ln(1024, 16000), arch).choices.at("bufs") == 2);
+  CHECK(lowered(ln(100, 64), arch).choices.at("bufs") == 1);  // one tile
   CHECK(workload(ln(8, 8)).eps == 1e-5);
   CHECK(workload(ln(8, 8, R"(, "eps": 0.001)")).eps == 0.001);
   CHECK(workload(R"({"kernel": "rmsnorm", "shape": [8, 8]})").eps == 1e-6);
-  const LoweredKernel k = lower(workload(ln(8, 8, R"(, "method": "two_pass")")), arch, false);
+  const LoweredKernel k = lowered(ln(8, 8, R"(, "method": "two_pass")"), arch);
   CHECK(k.choices.at("method") == "two_pass");
 }
 

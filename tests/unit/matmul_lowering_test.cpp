@@ -14,6 +14,7 @@
 #include "isa/program.hpp"
 #include "isa/semantics.hpp"
 #include "isa/validate.hpp"
+#include "kernel_test_support.hpp"
 #include "workloads/kernels/engine_streams.hpp"
 #include "workloads/kernels/matmul.hpp"
 #include "workloads/kernels/mlp.hpp"
@@ -33,6 +34,8 @@ using trnsim::workloads::LoweredKernel;
 using trnsim::workloads::parse_workload;
 using trnsim::workloads::Workload;
 using trnsim::workloads::WorkloadError;
+using trnsim_test::error_of;
+using trnsim_test::play;
 
 namespace {
 
@@ -49,15 +52,6 @@ Workload mlp(const std::string& shape, const std::string& params = "{}",
   return parse_workload(R"({"kernel": "mlp", "activation": ")" + activation + R"(", "shape": )" +
                             shape + R"(, "dtype": "bf16", "params": )" + params + "}",
                         "w.json");
-}
-
-std::string error_of(const std::string& json, const ArchConfig& arch = trnsim::config::trn2()) {
-  try {
-    lower(parse_workload(json, "w.json"), arch, false);
-  } catch (const WorkloadError& e) {
-    return e.what();
-  }
-  return "";
 }
 
 uint64_t count(const Program& p, Opcode op) {
@@ -79,42 +73,6 @@ ArchConfig with(const std::vector<std::string>& sets) {
   ArchConfig arch = trnsim::config::trn2();
   for (const auto& s : sets) trnsim::config::set_parameter(arch, s);
   return arch;
-}
-
-// Plays the program's instructions in an order its semaphores allow, without timing: each DMA
-// completes when triggered and raises its queue's semaphore by the DMA engines it uses (D1).
-// Engines are visited in `order`, each running as far as its waits allow, so different orders
-// expose a missing wait. Returns false on deadlock.
-bool play(const Program& p, const ArchConfig& arch, trnsim::isa::MemoryImage& mem,
-          const std::vector<Engine>& order) {
-  std::vector<int64_t> sem(p.semaphores.size(), 0);
-  std::vector<size_t> next(trnsim::kEngineCount, 0);
-  auto ready = [&](const Instruction& in) {
-    for (const auto& w : in.waits)
-      if (sem[w.semaphore] < w.value) return false;
-    return true;
-  };
-  for (bool progress = true; progress;) {
-    progress = false;
-    for (Engine e : order) {
-      const auto& stream = p.stream(e);
-      size_t& i = next[trnsim::index_of(e)];
-      while (i < stream.size() && ready(stream[i])) {
-        const Instruction& in = stream[i];
-        trnsim::isa::execute(in, mem);
-        if (trnsim::isa::is_dma(in.opcode)) {
-          sem[p.queues[in.dma_queue].semaphore] += arch.dma_engines_for(in.dst.partitions);
-        }
-        for (const auto& u : in.updates) sem[u.semaphore] += u.value;
-        ++i;
-        progress = true;
-      }
-    }
-  }
-  for (Engine e : trnsim::kAllEngines) {
-    if (next[trnsim::index_of(e)] != p.stream(e).size()) return false;
-  }
-  return true;
 }
 
 // The kernel's output is right whichever engine runs ahead.

@@ -24,8 +24,7 @@ using namespace trnsim_test;
 namespace {
 std::string sm(int64_t rows, int64_t hidden, const std::string& extra = "",
                const std::string& params = "{}") {
-  return R"({"kernel": "softmax", "shape": [)" + std::to_string(rows) + ", " +
-         std::to_string(hidden) + "]" + extra + R"(, "params": )" + params + "}";
+  return kernel_json("softmax", {rows, hidden}, extra, params);
 }
 }  // namespace
 
@@ -66,22 +65,13 @@ TEST_CASE("the lowered softmax computes softmax", "[unit][softmax]") {
 TEST_CASE("softmax's tolerance is relative: outputs of 1/hidden are really compared",
           "[unit][softmax]") {
   // Rows of 4096 have outputs near 2.4e-4; an absolute tolerance of 1e-3 would pass anything.
-  const LoweredKernel k = lower(workload(sm(128, 4096)), trnsim::config::trn2(), true);
+  const LoweredKernel k = lowered(sm(128, 4096), trnsim::config::trn2(), true);
   CHECK(k.tolerance.atol < 1e-9);
   CHECK(k.tolerance.rtol == Approx(4 * 0x1.0p-8));
   // Leaving out the scale by 1/sum fails.
-  trnsim::isa::Program p = k.program;
-  for (Instruction& in : p.stream(Engine::vector)) {
-    if (in.label.rfind("scale", 0) == 0) in.op0 = trnsim::isa::AluOp::bypass;
-  }
-  trnsim::isa::MemoryImage mem(trnsim::config::trn2(), p.dram_bytes());
-  trnsim::workloads::load_inputs(k, mem);
-  REQUIRE(play(p, trnsim::config::trn2(), mem,
-               {Engine::sync, Engine::vector, Engine::scalar, Engine::gpsimd, Engine::tensor}));
-  LoweredKernel mutated = k;
-  mutated.program = p;
-  CHECK(trnsim::workloads::check_outputs(mutated, mem).status ==
-        trnsim::workloads::CheckResult::Status::fail);
+  CHECK(fails_when(k, trnsim::config::trn2(),
+                   [](trnsim::isa::Program& p) { bypass(p, {Engine::vector}, "scale"); },
+                   {Engine::sync, Engine::vector, Engine::scalar, Engine::gpsimd, Engine::tensor}));
 }
 
 TEST_CASE("the lowered softmax validates, counts and orders its instructions", "[unit][softmax]") {
@@ -89,7 +79,7 @@ TEST_CASE("the lowered softmax validates, counts and orders its instructions", "
     for (const char* params : {"{}", R"({"bufs": 1})", R"({"bufs": 2, "scale_engine": "scalar"})",
                                R"({"bufs": 6, "tile_rows": 100})"}) {
       INFO(arch.name << " " << params);
-      const LoweredKernel big = lower(workload(sm(8192, 8192, "", params)), arch, false);
+      const LoweredKernel big = lowered(sm(8192, 8192, "", params), arch);
       CHECK_NOTHROW(trnsim::isa::validate(big.program, arch));
       CHECK(trnsim::compiler::find_deadlock(big.program, arch) == "");
       const int64_t rows_per_tile =
@@ -97,7 +87,7 @@ TEST_CASE("the lowered softmax validates, counts and orders its instructions", "
       CHECK(big.program.instruction_count() ==
             static_cast<uint64_t>(7 * ((8192 + rows_per_tile - 1) / rows_per_tile)));
       CHECK(big.model_flops == 8192ULL * (5 * 8192 + 1));
-      const LoweredKernel small = lower(workload(sm(700, 300, "", params)), arch, false);
+      const LoweredKernel small = lowered(sm(700, 300, "", params), arch);
       CHECK(find_unordered_conflicts(small.program, arch) == "");
     }
   }
@@ -105,7 +95,7 @@ TEST_CASE("the lowered softmax validates, counts and orders its instructions", "
 
 TEST_CASE("softmax: the max on VectorE in the data's dtype, exp with -max and the sum on ScalarE",
           "[unit][softmax]") {
-  const LoweredKernel k = lower(workload(sm(256, 1024)), trnsim::config::trn2(), false);
+  const LoweredKernel k = lowered(sm(256, 1024));
   const auto& p = k.program;
   size_t maxes = 0;
   for (const Instruction& in : p.stream(Engine::vector)) {
@@ -129,11 +119,10 @@ TEST_CASE("softmax: the max on VectorE in the data's dtype, exp with -max and th
   CHECK(k.choices.at("scale_engine") == "vector");
   CHECK(k.choices.at("bufs") == 2);  // two tiles
   // ScalarE scaling: its own reciprocal, no VectorE one.
-  const LoweredKernel s = lower(workload(sm(256, 1024, "", R"({"scale_engine": "scalar"})")),
-                                trnsim::config::trn2(), false);
+  const LoweredKernel s = lowered(sm(256, 1024, "", R"({"scale_engine": "scalar"})"));
   CHECK(count_of(s.program, Engine::vector, Opcode::reciprocal) == 0);
   CHECK(count_of(s.program, Engine::scalar, Opcode::activation) == 6);
-  CHECK(lower(workload(sm(1024, 1024)), trnsim::config::trn2(), false).choices.at("bufs") == 3);
+  CHECK(lowered(sm(1024, 1024)).choices.at("bufs") == 3);
 }
 
 TEST_CASE("softmax errors name the key", "[unit][softmax]") {

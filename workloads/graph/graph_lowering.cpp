@@ -17,8 +17,10 @@
 #include "workloads/graph/graph.hpp"
 #include "workloads/graph/graph_lowering.hpp"
 #include "workloads/graph/npy.hpp"
+#include "workloads/kernels/instruction_builder.hpp"
 #include "workloads/kernels/kernel_table.hpp"
 #include "workloads/kernels/rmsnorm.hpp"
+#include "workloads/kernels/row_tiles.hpp"
 
 namespace trnsim::workloads {
 
@@ -27,7 +29,6 @@ using isa::ActivationFunction;
 using isa::AluOp;
 using isa::DType;
 using isa::Instruction;
-using isa::Opcode;
 using isa::ScalarOperand;
 
 namespace {
@@ -153,7 +154,6 @@ class RowKernel {
   bool layout(uint32_t bufs);
   AccessPattern ap(const std::string& name, uint32_t parts, uint32_t buf) const;
   void emit_op(size_t pos, uint32_t parts, uint32_t buf, std::vector<Instruction>& seq);
-  Instruction engine_op(Engine e, Opcode op, const std::string& label) const;
   Engine pick(const Instruction& on_vector, const Instruction& on_scalar);
   // Whether the activation at `pos` is emitted by the reduction it feeds (with accumulate).
   bool folded_for(size_t pos) const {
@@ -178,14 +178,6 @@ class RowKernel {
   std::map<size_t, Instruction> emitted_;  // per tile: activation instructions by position
   Picoseconds est_vector_, est_scalar_;
 };
-
-Instruction RowKernel::engine_op(Engine e, Opcode op, const std::string& label) const {
-  Instruction in;
-  in.engine = e;
-  in.opcode = op;
-  in.label = label;
-  return in;
-}
 
 void RowKernel::collect() {
   const std::vector<int64_t>& s = k_.space;
@@ -342,11 +334,7 @@ void RowKernel::emit_op(size_t pos, uint32_t parts, uint32_t buf, std::vector<In
   const std::string label = fmt::format("{} {}", op.op, op.out.name);
   const AccessPattern dst = ap(op.out.name, parts, buf);
   auto activation = [&](ActivationFunction f, const AccessPattern& src) {
-    Instruction in = engine_op(Engine::scalar, Opcode::activation, label);
-    in.function = f;
-    in.src[0] = src;
-    in.dst = dst;
-    return in;
+    return workloads::activation(Engine::scalar, f, dst, src, 1.0f, 0.0f, label);
   };
   auto push = [&](Instruction in) {
     if (in.engine == Engine::scalar) {
@@ -398,21 +386,17 @@ void RowKernel::emit_op(size_t pos, uint32_t parts, uint32_t buf, std::vector<In
       } else {
         push(act);
         if (op.op == "mean") {
-          Instruction m = engine_op(Engine::vector, Opcode::tensor_scalar, label + " scale");
-          m.src[0] = dst;
-          m.dst = dst;
-          m.op0 = AluOp::multiply;
-          m.operand0 = ScalarOperand::immediate(static_cast<float>(1.0 / hidden_));
-          push(m);
+          push(tensor_scalar(Engine::vector, dst, dst, AluOp::multiply,
+                             static_cast<float>(1.0 / hidden_), label + " scale"));
         }
       }
       return;
     }
-    Instruction in = engine_op(Engine::vector, Opcode::tensor_reduce, label);
-    in.src[0] = ap(op.args[0].tensor, parts, buf);
-    in.dst = dst;
-    in.op0 = op.op == "max" ? AluOp::max : op.op == "sum" ? AluOp::add : AluOp::mean;
-    push(in);
+    push(tensor_reduce(Engine::vector, dst,
+                       op.op == "max"   ? AluOp::max
+                       : op.op == "sum" ? AluOp::add
+                                        : AluOp::mean,
+                       ap(op.args[0].tensor, parts, buf), label));
     return;
   }
   // Binary.
@@ -430,12 +414,7 @@ void RowKernel::emit_op(size_t pos, uint32_t parts, uint32_t buf, std::vector<In
       if (!folded_for(pos)) push(emitted_[pos]);
       return;
     }
-    Instruction in = engine_op(Engine::vector, Opcode::tensor_scalar, label);
-    in.src[0] = src;
-    in.dst = dst;
-    in.op0 = AluOp::pow;
-    in.operand0 = ScalarOperand::immediate(static_cast<float>(e));
-    push(in);
+    push(tensor_scalar(Engine::vector, dst, src, AluOp::pow, static_cast<float>(e), label));
     return;
   }
   const Cls out = values_.at(op.out.name).cls;
@@ -447,12 +426,8 @@ void RowKernel::emit_op(size_t pos, uint32_t parts, uint32_t buf, std::vector<In
   const bool wide1 = c1 == out || (out == Cls::full && c1 == Cls::col);
   const AluOp alu = alu_of(op.op);
   if (wide0 && wide1 && op.args[0].is_tensor() && op.args[1].is_tensor()) {
-    Instruction in = engine_op(Engine::vector, Opcode::tensor_tensor, label);
-    in.src[0] = ap(op.args[0].tensor, parts, buf);
-    in.src[1] = ap(op.args[1].tensor, parts, buf);
-    in.dst = dst;
-    in.op0 = alu;
-    push(in);
+    push(tensor_tensor(Engine::vector, dst, ap(op.args[0].tensor, parts, buf), alu,
+                       ap(op.args[1].tensor, parts, buf), label));
     return;
   }
   // One wide tensor and one per-row value or number: x op s, or s op x.
@@ -462,24 +437,15 @@ void RowKernel::emit_op(size_t pos, uint32_t parts, uint32_t buf, std::vector<In
   const ScalarOperand sv = s.is_tensor() ? ScalarOperand::from(ap(s.tensor, parts, buf))
                                          : ScalarOperand::immediate(static_cast<float>(s.number));
   const AccessPattern src = ap(x.tensor, parts, buf);
-  Instruction v = engine_op(Engine::vector, Opcode::tensor_scalar, label);
-  v.src[0] = src;
-  v.dst = dst;
+  Instruction v;
   if (x_first || alu == AluOp::add || alu == AluOp::multiply || alu == AluOp::max ||
       alu == AluOp::min) {
-    v.op0 = alu;
-    v.operand0 = sv;
+    v = tensor_scalar(Engine::vector, dst, src, alu, sv, label);
   } else if (alu == AluOp::subtract) {  // s - x = x * -1 + s
-    v.op0 = AluOp::multiply;
-    v.operand0 = ScalarOperand::immediate(-1.0f);
-    v.op1 = AluOp::add;
-    v.operand1 = sv;
+    v = tensor_scalar(Engine::vector, dst, src, AluOp::multiply, -1.0f, AluOp::add, sv, label);
   } else {  // s / x = (1 / x) * s: a reciprocal on ScalarE, then the multiply
-    Instruction r = activation(ActivationFunction::reciprocal, src);
-    push(r);
-    v.src[0] = dst;
-    v.op0 = AluOp::multiply;
-    v.operand0 = sv;
+    push(activation(ActivationFunction::reciprocal, src));
+    v = tensor_scalar(Engine::vector, dst, dst, AluOp::multiply, sv, label);
   }
   // ScalarE can do x * s (scale), x + s (bias) and x - n, x / n for a number n.
   bool scalar_ok = x_first || alu == AluOp::add || alu == AluOp::multiply;
@@ -519,18 +485,18 @@ RowKernelResult RowKernel::lower() {
         hidden_, arch_.sbuf_free_elements_max);
     return r;
   }
-  const int64_t tiles = (rows_ + arch_.partitions - 1) / arch_.partitions;
-  uint32_t bufs = static_cast<uint32_t>(std::min<int64_t>(max_bufs_, tiles));
-  while (bufs > 1 && !layout(bufs)) --bufs;
+  const RowTiles tiles(rows_, hidden_, arch_.partitions);
+  const uint32_t bufs =
+      row_buffers(0, max_bufs_, tiles.count, [&](uint32_t n) { return layout(n); });
   if (!layout(bufs)) {
     r.problem = fmt::format("one tile of {} rows needs {} bytes per partition of SBUF; {} has {}",
                             arch_.partitions, shared_ + per_buffer_, arch_.name,
                             arch_.sbuf_partition_bytes);
     return r;
   }
-  if (static_cast<uint64_t>(tiles) * (k_.ops.size() + 4) > arch_.max_instructions) {
-    r.problem = fmt::format("{} tiles of {} ops exceed the {} instructions a kernel holds", tiles,
-                            k_.ops.size(), arch_.max_instructions);
+  if (static_cast<uint64_t>(tiles.count) * (k_.ops.size() + 4) > arch_.max_instructions) {
+    r.problem = fmt::format("{} tiles of {} ops exceed the {} instructions a kernel holds",
+                            tiles.count, k_.ops.size(), arch_.max_instructions);
     return r;
   }
   isa::Program p;
@@ -545,11 +511,6 @@ RowKernelResult RowKernel::lower() {
   const uint16_t q_load = p.add_queue("qLoad");
   const uint16_t q_store = p.add_queue("qStore");
   std::vector<Instruction> seq;
-  auto dma = [&](uint16_t q, const std::string& label) {
-    Instruction in = engine_op(Engine::sync, Opcode::dma_copy, label);
-    in.dma_queue = q;
-    return in;
-  };
   auto hbm = [&](const std::string& n, int64_t row0, uint32_t parts) {
     const Value& v = values_[n];
     const uint64_t es = isa::size_of(v.dtype);
@@ -561,43 +522,33 @@ RowKernelResult RowKernel::lower() {
     return isa::hbm_ap(v.dtype, base + row0 * width * es, parts, width,
                        {{1, static_cast<uint32_t>(width)}});
   };
-  const uint32_t first_parts = static_cast<uint32_t>(std::min<int64_t>(arch_.partitions, rows_));
+  const uint32_t first_parts = tiles.parts(0);
   for (const std::string& n : order_) {
     const Value& v = values_[n];
     if (v.hbm_in && (v.cls == Cls::col || v.cls == Cls::scalar)) {
-      Instruction in = dma(q_load, "load " + n);
-      in.src[0] = hbm(n, 0, first_parts);
-      in.dst = ap(n, first_parts, 0);
-      seq.push_back(in);
+      seq.push_back(dma_copy(q_load, ap(n, first_parts, 0), hbm(n, 0, first_parts), "load " + n));
     }
   }
-  auto parts_of = [&](int64_t t) {
-    return static_cast<uint32_t>(std::min<int64_t>(arch_.partitions, rows_ - t * arch_.partitions));
-  };
   auto loads = [&](int64_t t) {
     for (const std::string& n : order_) {
       const Value& v = values_[n];
       if (!v.hbm_in || v.cls == Cls::col || v.cls == Cls::scalar) continue;
-      Instruction in = dma(q_load, fmt::format("load {} tile {}", n, t));
-      in.src[0] = hbm(n, t * arch_.partitions, parts_of(t));
-      in.dst = ap(n, parts_of(t), static_cast<uint32_t>(t % bufs));
-      seq.push_back(in);
+      seq.push_back(dma_copy(q_load, ap(n, tiles.parts(t), static_cast<uint32_t>(t % bufs)),
+                             hbm(n, t * arch_.partitions, tiles.parts(t)),
+                             fmt::format("load {} tile {}", n, t)));
     }
   };
-  for (int64_t t = 0; t < std::min<int64_t>(bufs, tiles); ++t) loads(t);
-  for (int64_t t = 0; t < tiles; ++t) {
-    const uint32_t parts = parts_of(t);
+  for (int64_t t = 0; t < std::min<int64_t>(bufs, tiles.count); ++t) loads(t);
+  for (int64_t t = 0; t < tiles.count; ++t) {
+    const uint32_t parts = tiles.parts(t);
     const uint32_t buf = static_cast<uint32_t>(t % bufs);
     for (size_t pos = 0; pos < k_.ops.size(); ++pos) emit_op(pos, parts, buf, seq);
     for (const std::string& n : order_) {
-      const Value& v = values_[n];
-      if (!v.hbm_out) continue;
-      Instruction in = dma(q_store, fmt::format("store {} tile {}", n, t));
-      in.src[0] = ap(n, parts, buf);
-      in.dst = hbm(n, t * arch_.partitions, parts);
-      seq.push_back(in);
+      if (!values_[n].hbm_out) continue;
+      seq.push_back(dma_copy(q_store, hbm(n, t * arch_.partitions, parts), ap(n, parts, buf),
+                             fmt::format("store {} tile {}", n, t)));
     }
-    if (t + bufs < tiles) loads(t + bufs);
+    if (t + bufs < tiles.count) loads(t + bufs);
   }
   for (const auto& [n, v] : values_) {
     if (v.producer >= 0 && v.dtype == g_.find(n)->dtype) r.rounded.push_back(n);
@@ -675,20 +626,13 @@ isa::Program transpose_kernel(const GraphTensor& x, const GraphTensor& y,
     for (int64_t c0 = 0; c0 < cols; c0 += chunk, ++n) {
       const auto w = static_cast<uint32_t>(std::min(chunk, cols - c0));
       const uint64_t off = static_cast<uint64_t>(n % 2) * chunk * es;
-      Instruction ld;
-      ld.engine = Engine::sync;
-      ld.opcode = Opcode::dma_copy;
-      ld.dma_queue = q_load;
-      ld.label = fmt::format("load x rows {} cols {}", r0, c0);
-      ld.src[0] = isa::hbm_ap(x.dtype, xa + (r0 * cols + c0) * es, parts, cols, {{1, w}});
-      ld.dst = isa::sbuf_ap(x.dtype, 0, parts, off, {{1, w}});
-      Instruction st = ld;
-      st.dma_queue = q_store;
-      st.label = fmt::format("store y cols {} rows {}", r0, c0);
-      st.src[0] = ld.dst;
-      st.dst = isa::hbm_ap(x.dtype, ya + (c0 * rows + r0) * es, parts, 1, {{rows, w}});
-      seq.push_back(ld);
-      seq.push_back(st);
+      const AccessPattern tile = isa::sbuf_ap(x.dtype, 0, parts, off, {{1, w}});
+      seq.push_back(dma_copy(
+          q_load, tile, isa::hbm_ap(x.dtype, xa + (r0 * cols + c0) * es, parts, cols, {{1, w}}),
+          fmt::format("load x rows {} cols {}", r0, c0)));
+      seq.push_back(
+          dma_copy(q_store, isa::hbm_ap(x.dtype, ya + (c0 * rows + r0) * es, parts, 1, {{rows, w}}),
+                   tile, fmt::format("store y cols {} rows {}", r0, c0)));
     }
   }
   return compiler::synchronize(seq, std::move(p), arch);

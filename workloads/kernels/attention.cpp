@@ -5,7 +5,7 @@
 #include <Eigen/Core>
 #include <cmath>
 
-#include "workloads/kernels/kernel_support.hpp"
+#include "workloads/kernels/instruction_builder.hpp"
 
 namespace trnsim::workloads {
 
@@ -13,8 +13,6 @@ using isa::ActivationFunction;
 using isa::AluOp;
 using isa::DType;
 using isa::Instruction;
-using isa::Opcode;
-using isa::ScalarOperand;
 
 namespace {
 
@@ -182,26 +180,38 @@ LoweredKernel lower_attention(const Workload& w, const config::ArchConfig& arch,
   // seq / 128 blocks, head_dim]); per pipeline buffer P and P^T (kv_block wide); two output
   // tiles, the per-row values and the causal mask.
   const int64_t vblocks = (seq + tile - 1) / tile;
-  const uint64_t head_bytes = 2 * ((seq * es + 63) / 64 * 64) + (vblocks * d * es + 63) / 64 * 64;
   const uint64_t row_values = 1 + 3 * kRing + kLRing;  // max; -max, alpha, sum per ring; l
-  auto pipeline_bytes = [&]() {
-    OnChipLayout l;
-    for (uint32_t b = 0; b < kPBufs + c.bufs; ++b) l.take(uint64_t{kv_block} * es);
-    l.take(d * es);
-    l.take(d * es);
-    l.take(row_values * 4);
-    if (c.causal) l.take(tile * 4);
-    return l.rounded();
+  struct Sbuf {
+    std::vector<uint64_t> qt, kt, v, p, pt;
+    uint64_t out[2] = {0, 0}, rows = 0, mask = 0, bytes = 0;
   };
-  uint32_t head_bufs = heads > 1 ? 2 : 1;
-  if (head_bufs * head_bytes + pipeline_bytes() > arch.sbuf_partition_bytes) head_bufs = 1;
-  if (head_bytes + pipeline_bytes() > arch.sbuf_partition_bytes) {
+  auto sbuf_layout = [&](uint32_t head_bufs) {
+    Sbuf s;
+    OnChipLayout l;
+    for (uint32_t hb = 0; hb < head_bufs; ++hb) {
+      s.qt.push_back(l.take(seq * es));
+      s.kt.push_back(l.take(seq * es));
+      s.v.push_back(l.take(vblocks * d * es));
+    }
+    for (uint32_t b = 0; b < kPBufs; ++b) s.p.push_back(l.take(uint64_t{kv_block} * es));
+    for (uint32_t b = 0; b < c.bufs; ++b) s.pt.push_back(l.take(uint64_t{kv_block} * es));
+    s.out[0] = l.take(d * es);
+    s.out[1] = l.take(d * es);
+    s.rows = l.take(row_values * 4);
+    s.mask = c.causal ? l.take(tile * 4) : 0;
+    s.bytes = l.rounded();
+    return s;
+  };
+  // Two head buffers where they fit, so that the next head loads while this one is computed.
+  const uint32_t head_bufs = heads > 1 && sbuf_layout(2).bytes <= arch.sbuf_partition_bytes ? 2 : 1;
+  const Sbuf sb = sbuf_layout(head_bufs);
+  if (sb.bytes > arch.sbuf_partition_bytes) {
     throw WorkloadError(
         w.file, "/shape/1",
         fmt::format("attention keeps Q^T, K^T and V of a head in SBUF: seq {} with head_dim {} "
                     "({}) needs {} bytes per partition with the block buffers (kv_block {}); {} "
                     "has {}. Use a shorter seq (or a smaller params.kv_block).",
-                    seq, d, isa::name_of(dt), head_bytes + pipeline_bytes(), kv_block, arch.name,
+                    seq, d, isa::name_of(dt), sb.bytes, kv_block, arch.name,
                     arch.sbuf_partition_bytes));
   }
 
@@ -283,32 +293,20 @@ LoweredKernel lower_attention(const Workload& w, const config::ArchConfig& arch,
   const uint16_t q_load_k = p.add_queue("qLoadK");
   const uint16_t q_load_v = p.add_queue("qLoadV");
   const uint16_t q_store = p.add_queue("qStore");
-  SyncTracker sync(p, arch);
-  const uint16_t sem_scores = sync.semaphore("pe_scores_done");
-  const uint16_t sem_max = sync.semaphore("dve_max_done");
-  const uint16_t sem_exp = sync.semaphore("act_exp_done");
-  const uint16_t sem_transpose = sync.semaphore("pe_transpose_done");
-  const uint16_t sem_act_copy = sync.semaphore("act_pt_copy_done");
-  const uint16_t sem_dve_copy = sync.semaphore("dve_pt_copy_done");
-  const uint16_t sem_pv = sync.semaphore("pe_pv_done");
-  const uint16_t sem_rescale = sync.semaphore("dve_rescale_done");
-  const uint16_t sem_out = sync.semaphore("dve_out_done");
-  const uint16_t sem_mask = c.causal ? sync.semaphore("pool_mask_done") : 0;
+  SyncTracker tracker(p, arch);
+  const uint16_t sem_scores = tracker.semaphore("pe_scores_done");
+  const uint16_t sem_max = tracker.semaphore("dve_max_done");
+  const uint16_t sem_exp = tracker.semaphore("act_exp_done");
+  const uint16_t sem_transpose = tracker.semaphore("pe_transpose_done");
+  const uint16_t sem_act_copy = tracker.semaphore("act_pt_copy_done");
+  const uint16_t sem_dve_copy = tracker.semaphore("dve_pt_copy_done");
+  const uint16_t sem_pv = tracker.semaphore("pe_pv_done");
+  const uint16_t sem_rescale = tracker.semaphore("dve_rescale_done");
+  const uint16_t sem_out = tracker.semaphore("dve_out_done");
+  const uint16_t sem_mask = c.causal ? tracker.semaphore("pool_mask_done") : 0;
+  EngineHandle sync(tracker, Engine::sync), act(tracker, Engine::scalar),
+      dve(tracker, Engine::vector), pool(tracker, Engine::gpsimd);
 
-  // SBUF placement.
-  OnChipLayout sb;
-  std::vector<uint64_t> qt_at, kt_at, v_at;
-  for (uint32_t hb = 0; hb < head_bufs; ++hb) {
-    qt_at.push_back(sb.take(seq * es));
-    kt_at.push_back(sb.take(seq * es));
-    v_at.push_back(sb.take(vblocks * d * es));
-  }
-  std::vector<uint64_t> p_at, pt_at;
-  for (uint32_t b = 0; b < kPBufs; ++b) p_at.push_back(sb.take(uint64_t{kv_block} * es));
-  for (uint32_t b = 0; b < c.bufs; ++b) pt_at.push_back(sb.take(uint64_t{kv_block} * es));
-  const uint64_t out_at[2] = {sb.take(d * es), sb.take(d * es)};
-  const uint64_t rows_at = sb.take(row_values * 4);
-  const uint64_t mask_at = c.causal ? sb.take(tile * 4) : 0;
   // PSUM placement, bank-aligned.
   OnChipLayout ps;
   std::vector<uint64_t> s_at, ptp_at;
@@ -320,8 +318,9 @@ LoweredKernel lower_attention(const Workload& w, const config::ArchConfig& arch,
 
   const float scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(d)));
   const uint64_t head_elems = static_cast<uint64_t>(seq * d);
+  const auto d32 = static_cast<uint32_t>(d), seq32 = static_cast<uint32_t>(seq);
   auto column = [&](uint64_t i, uint32_t parts) {
-    return isa::sbuf_ap(DType::fp32, 0, parts, rows_at + 4 * i, {{1, 1}});
+    return isa::sbuf_ap(DType::fp32, 0, parts, sb.rows + 4 * i, {{1, 1}});
   };
   // Per-row values: the block max, then rings of -scale * running max, alpha and the block's
   // row sums, and the running row sums of the query blocks.
@@ -332,6 +331,17 @@ LoweredKernel lower_attention(const Workload& w, const config::ArchConfig& arch,
     return column(1 + 2 * kRing + g % kRing, parts);
   };
   auto l_col = [&](int64_t j, uint32_t parts) { return column(1 + 3 * kRing + j % kLRing, parts); };
+  // Block g's scores S (PSUM, fp32), and query block j's output accumulator O (PSUM, fp32).
+  auto s_of = [&](int64_t g) {
+    return isa::psum_ap(DType::fp32, 0, blocks[g].qr, s_at[g % c.bufs], {{1, blocks[g].kw}});
+  };
+  auto o_of = [&](int64_t j, uint32_t parts) {
+    return isa::psum_ap(DType::fp32, 0, parts, o_at[j % 2], {{1, d32}});
+  };
+  // "h0 q128 k512": the head, first query and first key of block g, offset by `keys`.
+  auto where = [&](int64_t g, int64_t keys = 0) {
+    return fmt::format("h{} q{} k{}", blocks[g].head, blocks[g].q0, blocks[g].k0 + keys);
+  };
 
   std::vector<Signal> scores(nblocks, kNotEmitted), maxed(nblocks, kNotEmitted),
       exped(nblocks, kNotEmitted), transposed(nblocks, kNotEmitted),
@@ -342,7 +352,6 @@ LoweredKernel lower_attention(const Workload& w, const config::ArchConfig& arch,
       v_loaded(heads, kNotEmitted);
   std::vector<int64_t> last_of_head(heads, -1);
   for (int64_t g = 0; g < nblocks; ++g) last_of_head[blocks[g].head] = g;
-  auto before = [](const std::vector<Signal>& s, int64_t i) { return i < 0 ? Signal{} : s[i]; };
 
   // Q^T and K^T through the DMA transpose unit ([seq, head_dim] rows to head_dim partitions),
   // V as 128-key blocks on the partitions. A head buffer is refilled once the last P V matmul
@@ -355,38 +364,25 @@ LoweredKernel lower_attention(const Workload& w, const config::ArchConfig& arch,
     }
     const uint64_t at = h * head_elems * es;
     for (const auto& [name, addr, dst_at, queue, sig] :
-         {std::tuple{"q", q_addr, qt_at[hb], q_load_q, &q_loaded[h]},
-          std::tuple{"k", k_addr, kt_at[hb], q_load_k, &k_loaded[h]}}) {
-      Instruction in = make_instruction(Opcode::dma_transpose, Engine::sync,
-                                        fmt::format("load {}^T head {}", name, h));
-      in.src[0] = isa::hbm_ap(dt, addr + at, static_cast<uint32_t>(seq), d,
-                              {{1, static_cast<uint32_t>(d)}});
-      in.dst =
-          isa::sbuf_ap(dt, 0, static_cast<uint32_t>(d), dst_at, {{1, static_cast<uint32_t>(seq)}});
-      in.dma_queue = queue;
-      *sig = sync.emit(in, deps);
+         {std::tuple{"q", q_addr, sb.qt[hb], q_load_q, &q_loaded[h]},
+          std::tuple{"k", k_addr, sb.kt[hb], q_load_k, &k_loaded[h]}}) {
+      *sig = sync.dma_transpose(queue, isa::sbuf_ap(dt, 0, d32, dst_at, {{1, seq32}}),
+                                isa::hbm_ap(dt, addr + at, seq32, d, {{1, d32}}),
+                                fmt::format("load {}^T head {}", name, h), deps);
     }
     const int64_t full = seq / tile, tail = seq % tile;
+    const auto full32 = static_cast<uint32_t>(full), tail32 = static_cast<uint32_t>(tail);
     if (full > 0) {
-      Instruction in =
-          make_instruction(Opcode::dma_copy, Engine::sync, fmt::format("load v head {}", h));
-      in.src[0] =
-          isa::hbm_ap(dt, v_addr + at, tile, d,
-                      {{tile * d, static_cast<uint32_t>(full)}, {1, static_cast<uint32_t>(d)}});
-      in.dst = isa::sbuf_ap(dt, 0, tile, v_at[hb],
-                            {{d, static_cast<uint32_t>(full)}, {1, static_cast<uint32_t>(d)}});
-      in.dma_queue = q_load_v;
-      v_loaded[h] = sync.emit(in, deps);
+      v_loaded[h] =
+          sync.dma_copy(q_load_v, isa::sbuf_ap(dt, 0, tile, sb.v[hb], {{d, full32}, {1, d32}}),
+                        isa::hbm_ap(dt, v_addr + at, tile, d, {{tile * d, full32}, {1, d32}}),
+                        fmt::format("load v head {}", h), deps);
     }
     if (tail > 0) {
-      Instruction in =
-          make_instruction(Opcode::dma_copy, Engine::sync, fmt::format("load v tail head {}", h));
-      in.src[0] = isa::hbm_ap(dt, v_addr + (h * head_elems + full * tile * d) * es,
-                              static_cast<uint32_t>(tail), d, {{1, static_cast<uint32_t>(d)}});
-      in.dst = isa::sbuf_ap(dt, 0, static_cast<uint32_t>(tail), v_at[hb] + full * d * es,
-                            {{1, static_cast<uint32_t>(d)}});
-      in.dma_queue = q_load_v;
-      v_loaded[h] = sync.emit(in, deps);
+      v_loaded[h] = sync.dma_copy(
+          q_load_v, isa::sbuf_ap(dt, 0, tail32, sb.v[hb] + full * d * es, {{1, d32}}),
+          isa::hbm_ap(dt, v_addr + (h * head_elems + full * tile * d) * es, tail32, d, {{1, d32}}),
+          fmt::format("load v tail head {}", h), deps);
     }
   };
 
@@ -394,142 +390,89 @@ LoweredKernel lower_attention(const Workload& w, const config::ArchConfig& arch,
   // or before the query (partition p, column i: p - i >= 0), kMasked after it.
   Signal mask_ready;
   if (c.causal) {
-    Instruction zero = make_instruction(Opcode::memset, Engine::gpsimd, "mask zeros");
-    zero.dst = isa::sbuf_ap(DType::fp32, 0, tile, mask_at, {{1, tile}});
-    zero.operand0 = ScalarOperand::immediate(0.0f);
-    sync.emit(zero, {});
-    Instruction sel = make_instruction(Opcode::affine_select, Engine::gpsimd, "causal mask");
-    sel.src[0] = zero.dst;
-    sel.dst = zero.dst;
-    sel.partition_step = 1;
-    sel.index_steps[0] = -1;
-    sel.op0 = AluOp::is_ge;
-    sel.fill = kMasked;
-    mask_ready = sync.emit(sel, {}, sem_mask);
+    const auto mask = isa::sbuf_ap(DType::fp32, 0, tile, sb.mask, {{1, tile}});
+    pool.memset(mask, 0.0f, "mask zeros");
+    mask_ready =
+        pool.affine_select(mask, mask, 1, {-1}, AluOp::is_ge, kMasked, "causal mask", {}, sem_mask);
   }
   for (int64_t h = 0; h < std::min<int64_t>(heads, head_bufs); ++h) load_head(h);
 
   // TensorE: S = Q K^T for the block, in moving chunks of at most 512 keys (one PSUM bank of
   // fp32 each): stationary Q^T [head_dim, qr], moving K^T [head_dim, keys].
-  const PipelineStage scores_stage{
-      0, [&](int64_t g) {
-        const Block& b = blocks[g];
-        const uint32_t buf = static_cast<uint32_t>(g % c.bufs);
-        const uint32_t hb = static_cast<uint32_t>(b.head % head_bufs);
-        for (uint32_t off = 0; off < b.kw; off += chunk) {
-          const uint32_t n = std::min(chunk, b.kw - off);
-          Instruction mm = make_instruction(Opcode::matmul, Engine::tensor,
-                                            fmt::format("S h{} q{} k{}", b.head, b.q0, b.k0 + off));
-          mm.src[0] =
-              isa::sbuf_ap(dt, 0, static_cast<uint32_t>(d), qt_at[hb] + b.q0 * es, {{1, b.qr}});
-          mm.src[1] = isa::sbuf_ap(dt, 0, static_cast<uint32_t>(d), kt_at[hb] + (b.k0 + off) * es,
-                                   {{1, n}});
-          mm.dst = isa::psum_ap(DType::fp32, 0, b.qr, s_at[buf] + off * 4, {{1, n}});
-          const bool last = off + chunk >= b.kw;
-          // S's buffer was last read by the max and the exp of block g - bufs.
-          const std::vector<Signal> deps =
-              off == 0 ? std::vector<Signal>{q_loaded[b.head], k_loaded[b.head],
-                                             before(maxed, g - c.bufs), before(exped, g - c.bufs)}
-                       : std::vector<Signal>{};
-          const Signal s = sync.emit(mm, deps, last ? sem_scores : -1);
-          if (last) scores[g] = s;
-        }
-      }};
+  auto scores_stage = [&](int64_t g) {
+    const Block& b = blocks[g];
+    const uint32_t hb = static_cast<uint32_t>(b.head % head_bufs);
+    std::vector<Instruction> mms;
+    for (uint32_t off = 0; off < b.kw; off += chunk) {
+      const uint32_t n = std::min(chunk, b.kw - off);
+      mms.push_back(matmul(isa::psum_ap(DType::fp32, 0, b.qr, s_at[g % c.bufs] + off * 4, {{1, n}}),
+                           isa::sbuf_ap(dt, 0, d32, sb.qt[hb] + b.q0 * es, {{1, b.qr}}),
+                           isa::sbuf_ap(dt, 0, d32, sb.kt[hb] + (b.k0 + off) * es, {{1, n}}), true,
+                           true, "S " + where(g, off)));
+    }
+    // S's buffer was last read by the max and the exp of block g - bufs.
+    scores[g] = tracker.emit_sequence(
+        std::move(mms),
+        {q_loaded[b.head], k_loaded[b.head], before(maxed, g - c.bufs), before(exped, g - c.bufs)},
+        sem_scores);
+  };
   // VectorE: mask the diagonal, the row max, and -scale * the running max.
-  const PipelineStage max_stage{
-      0, [&](int64_t g) {
-        const Block& b = blocks[g];
-        const uint32_t buf = static_cast<uint32_t>(g % c.bufs);
-        const auto s_ap = isa::psum_ap(DType::fp32, 0, b.qr, s_at[buf], {{1, b.kw}});
-        if (b.diag) {
-          Instruction m = make_instruction(Opcode::tensor_tensor, Engine::vector,
-                                           fmt::format("mask h{} q{}", b.head, b.q0));
-          m.op0 = AluOp::add;
-          m.src[0] = isa::psum_ap(DType::fp32, 0, b.qr, s_at[buf] + (b.kw - b.qr) * 4, {{1, b.qr}});
-          m.src[1] = isa::sbuf_ap(DType::fp32, 0, b.qr, mask_at, {{1, b.qr}});
-          m.dst = m.src[0];
-          sync.emit(m, {scores[g], mask_ready});
-        }
-        Instruction mx = make_instruction(Opcode::tensor_reduce, Engine::vector,
-                                          fmt::format("max h{} q{} k{}", b.head, b.q0, b.k0));
-        mx.op0 = AluOp::max;
-        mx.src[0] = s_ap;
-        mx.dst = max_col(b.qr);
-        sync.emit(mx, {scores[g]});
-        Instruction nm;
-        if (b.first) {
-          nm = make_instruction(Opcode::tensor_scalar, Engine::vector,
-                                fmt::format("-max h{} q{} k{}", b.head, b.q0, b.k0));
-          nm.op0 = AluOp::multiply;
-          nm.operand0 = ScalarOperand::immediate(-scale);
-          nm.src[0] = max_col(b.qr);
-        } else {
-          // min(-scale * block max, -scale * running max): the running max, negated and scaled.
-          nm = make_instruction(Opcode::scalar_tensor_tensor, Engine::vector,
-                                fmt::format("-max h{} q{} k{}", b.head, b.q0, b.k0));
-          nm.op0 = AluOp::multiply;
-          nm.operand0 = ScalarOperand::immediate(-scale);
-          nm.op1 = AluOp::min;
-          nm.src[0] = max_col(b.qr);
-          nm.src[1] = negmax_col(g - 1, b.qr);
-        }
-        nm.dst = negmax_col(g, b.qr);
-        // This ring slot was last read by the alpha and exp of block g - kRing + 1.
-        maxed[g] = sync.emit(nm, {before(exped, g - kRing + 1)}, sem_max);
-      }};
+  auto max_stage = [&](int64_t g) {
+    const Block& b = blocks[g];
+    if (b.diag) {
+      const auto diag =
+          isa::psum_ap(DType::fp32, 0, b.qr, s_at[g % c.bufs] + (b.kw - b.qr) * 4, {{1, b.qr}});
+      dve.tensor_tensor(diag, diag, AluOp::add,
+                        isa::sbuf_ap(DType::fp32, 0, b.qr, sb.mask, {{1, b.qr}}),
+                        fmt::format("mask h{} q{}", b.head, b.q0), {scores[g], mask_ready});
+    }
+    dve.tensor_reduce(max_col(b.qr), AluOp::max, s_of(g), "max " + where(g), {scores[g]});
+    // This ring slot was last read by the alpha and exp of block g - kRing + 1.
+    const std::vector<Signal> deps = {before(exped, g - kRing + 1)};
+    if (b.first) {
+      maxed[g] = dve.tensor_scalar(negmax_col(g, b.qr), max_col(b.qr), AluOp::multiply, -scale,
+                                   "-max " + where(g), deps, sem_max);
+    } else {
+      // min(-scale * block max, -scale * running max): the running max, negated and scaled.
+      maxed[g] = dve.scalar_tensor_tensor(negmax_col(g, b.qr), max_col(b.qr), AluOp::multiply,
+                                          -scale, AluOp::min, negmax_col(g - 1, b.qr),
+                                          "-max " + where(g), deps, sem_max);
+    }
+  };
   // ScalarE: alpha = exp(new - old) of the negated maxima, then P = exp(scale * S - scale *
   // max) with the row sums accumulated.
-  const PipelineStage exp_stage{
-      0, [&](int64_t g) {
-        const Block& b = blocks[g];
-        const uint32_t buf = static_cast<uint32_t>(g % c.bufs);
-        if (!b.first) {
-          Instruction al = make_instruction(Opcode::activation, Engine::scalar,
-                                            fmt::format("alpha h{} q{} k{}", b.head, b.q0, b.k0));
-          al.function = ActivationFunction::exp;
-          al.src[0] = negmax_col(g - 1, b.qr);
-          al.scale = ScalarOperand::immediate(-1.0f);
-          al.bias = ScalarOperand::from(negmax_col(g, b.qr));
-          al.dst = alpha_col(g, b.qr);
-          // This ring slot's alpha was last read by the rescale of block g - kRing.
-          sync.emit(al, {maxed[g], before(rescaled, g - kRing)});
-        }
-        Instruction ex = make_instruction(Opcode::activation, Engine::scalar,
-                                          fmt::format("exp h{} q{} k{}", b.head, b.q0, b.k0));
-        ex.function = ActivationFunction::exp;
-        ex.src[0] = isa::psum_ap(DType::fp32, 0, b.qr, s_at[buf], {{1, b.kw}});
-        ex.scale = ScalarOperand::immediate(scale);
-        ex.bias = ScalarOperand::from(negmax_col(g, b.qr));
-        ex.dst = isa::sbuf_ap(dt, 0, b.qr, p_at[g % kPBufs], {{1, b.kw}});
-        // The first block's sums start the query block's running sum.
-        ex.accumulate = b.first ? l_col(b.qblock, b.qr) : bsum_col(g, b.qr);
-        exped[g] =
-            sync.emit(ex,
-                      {maxed[g], before(transposed, g - kPBufs),
-                       b.first ? before(out_done, b.qblock - kLRing) : before(rescaled, g - kRing)},
-                      sem_exp);
-      }};
+  auto exp_stage = [&](int64_t g) {
+    const Block& b = blocks[g];
+    if (!b.first) {
+      // This ring slot's alpha was last read by the rescale of block g - kRing.
+      act.activation(ActivationFunction::exp, alpha_col(g, b.qr), negmax_col(g - 1, b.qr), -1.0f,
+                     negmax_col(g, b.qr), "alpha " + where(g),
+                     {maxed[g], before(rescaled, g - kRing)});
+    }
+    // The first block's sums start the query block's running sum.
+    exped[g] = act.activation_reduce(
+        ActivationFunction::exp, isa::sbuf_ap(dt, 0, b.qr, sb.p[g % kPBufs], {{1, b.kw}}), s_of(g),
+        scale, negmax_col(g, b.qr), b.first ? l_col(b.qblock, b.qr) : bsum_col(g, b.qr),
+        "exp " + where(g),
+        {maxed[g], before(transposed, g - kPBufs),
+         b.first ? before(out_done, b.qblock - kLRing) : before(rescaled, g - kRing)},
+        sem_exp);
+  };
   // TensorE: P^T, 128 keys at a time, into PSUM.
-  const PipelineStage transpose_stage{
-      0, [&](int64_t g) {
-        const Block& b = blocks[g];
-        const uint32_t buf = static_cast<uint32_t>(g % c.bufs);
-        for (uint32_t i = 0; i < b.subs(); ++i) {
-          const uint32_t kw = std::min(tile, b.kw - i * tile);
-          Instruction t =
-              make_instruction(Opcode::transpose, Engine::tensor,
-                               fmt::format("P^T h{} q{} k{}", b.head, b.q0, b.k0 + i * tile));
-          t.src[0] = isa::sbuf_ap(dt, 0, b.qr, p_at[g % kPBufs] + i * tile * es, {{1, kw}});
-          t.dst = isa::psum_ap(dt, 0, kw, ptp_at[buf] + i * tile * es, {{1, b.qr}});
-          const bool last = i + 1 == b.subs();
-          const std::vector<Signal> deps =
-              i == 0 ? std::vector<Signal>{exped[g], before(act_copied, g - c.bufs),
-                                           before(dve_copied, g - c.bufs)}
-                     : std::vector<Signal>{};
-          const Signal s = sync.emit(t, deps, last ? sem_transpose : -1);
-          if (last) transposed[g] = s;
-        }
-      }};
+  auto transpose_stage = [&](int64_t g) {
+    const Block& b = blocks[g];
+    std::vector<Instruction> ts;
+    for (uint32_t i = 0; i < b.subs(); ++i) {
+      const uint32_t kw = std::min(tile, b.kw - i * tile);
+      ts.push_back(transpose(
+          Engine::tensor, isa::psum_ap(dt, 0, kw, ptp_at[g % c.bufs] + i * tile * es, {{1, b.qr}}),
+          isa::sbuf_ap(dt, 0, b.qr, sb.p[g % kPBufs] + i * tile * es, {{1, kw}}),
+          "P^T " + where(g, i * tile)));
+    }
+    transposed[g] = tracker.emit_sequence(
+        std::move(ts), {exped[g], before(act_copied, g - c.bufs), before(dve_copied, g - c.bufs)},
+        sem_transpose);
+  };
   // ScalarE and/or VectorE: P^T from PSUM to SBUF, where the P V matmul can read it.
   auto copy_part = [&](int64_t g, Engine e, uint32_t lo, uint32_t hi) {
     const Block& b = blocks[g];
@@ -537,131 +480,85 @@ LoweredKernel lower_attention(const Workload& w, const config::ArchConfig& arch,
     const uint32_t full_hi = std::min(hi, b.full_subs());
     std::vector<Instruction> ins;
     if (full_hi > lo) {
-      Instruction cp =
-          make_instruction(Opcode::tensor_copy, e,
-                           fmt::format("copy P^T h{} q{} k{}", b.head, b.q0, b.k0 + lo * tile));
       const uint32_t n = full_hi - lo;
       const uint64_t off = lo * tile * es;
-      if (b.qr == tile) {
-        cp.src[0] = isa::psum_ap(dt, 0, tile, ptp_at[buf] + off, {{1, n * tile}});
-        cp.dst = isa::sbuf_ap(dt, 0, tile, pt_at[buf] + off, {{1, n * tile}});
-      } else {
-        cp.src[0] = isa::psum_ap(dt, 0, tile, ptp_at[buf] + off, {{tile, n}, {1, b.qr}});
-        cp.dst = isa::sbuf_ap(dt, 0, tile, pt_at[buf] + off, {{tile, n}, {1, b.qr}});
-      }
-      ins.push_back(cp);
+      // n sub-blocks of qr queries on `tile` partitions: one run when they are whole.
+      const bool whole = b.qr == tile;
+      const auto src = whole ? isa::psum_ap(dt, 0, tile, ptp_at[buf] + off, {{1, n * tile}})
+                             : isa::psum_ap(dt, 0, tile, ptp_at[buf] + off, {{tile, n}, {1, b.qr}});
+      const auto dst = whole ? isa::sbuf_ap(dt, 0, tile, sb.pt[buf] + off, {{1, n * tile}})
+                             : isa::sbuf_ap(dt, 0, tile, sb.pt[buf] + off, {{tile, n}, {1, b.qr}});
+      ins.push_back(tensor_copy(e, dst, src, "copy P^T " + where(g, lo * tile)));
     }
     if (b.full_subs() < b.subs() && hi == b.subs() && lo < hi) {
       const uint32_t i = b.subs() - 1;
       const uint32_t kw = b.kw - i * tile;
-      Instruction cp =
-          make_instruction(Opcode::tensor_copy, e,
-                           fmt::format("copy P^T h{} q{} k{}", b.head, b.q0, b.k0 + i * tile));
-      cp.src[0] = isa::psum_ap(dt, 0, kw, ptp_at[buf] + i * tile * es, {{1, b.qr}});
-      cp.dst = isa::sbuf_ap(dt, 0, kw, pt_at[buf] + i * tile * es, {{1, b.qr}});
-      ins.push_back(cp);
+      ins.push_back(tensor_copy(e, isa::sbuf_ap(dt, 0, kw, sb.pt[buf] + i * tile * es, {{1, b.qr}}),
+                                isa::psum_ap(dt, 0, kw, ptp_at[buf] + i * tile * es, {{1, b.qr}}),
+                                "copy P^T " + where(g, i * tile)));
     }
-    Signal done;
-    for (size_t n = 0; n < ins.size(); ++n) {
-      // P^T's SBUF buffer was last read by the P V matmuls of block g - bufs.
-      const std::vector<Signal> deps =
-          n == 0 ? std::vector<Signal>{transposed[g], before(pv_done, g - c.bufs)}
-                 : std::vector<Signal>{};
-      const bool last = n + 1 == ins.size();
-      const Signal s =
-          sync.emit(ins[n], deps, last ? (e == Engine::scalar ? sem_act_copy : sem_dve_copy) : -1);
-      if (last) done = s;
-    }
-    return done;
+    // P^T's SBUF buffer was last read by the P V matmuls of block g - bufs.
+    return tracker.emit_sequence(std::move(ins), {transposed[g], before(pv_done, g - c.bufs)},
+                                 e == Engine::scalar ? sem_act_copy : sem_dve_copy);
   };
-  const PipelineStage act_copy_stage{
-      0, [&](int64_t g) { act_copied[g] = copy_part(g, Engine::scalar, 0, act_subs(blocks[g])); }};
-  const PipelineStage dve_copy_stage{
-      0, [&](int64_t g) {
-        dve_copied[g] = copy_part(g, Engine::vector, act_subs(blocks[g]), blocks[g].subs());
-      }};
+  auto act_copy_stage = [&](int64_t g) {
+    act_copied[g] = copy_part(g, Engine::scalar, 0, act_subs(blocks[g]));
+  };
+  auto dve_copy_stage = [&](int64_t g) {
+    dve_copied[g] = copy_part(g, Engine::vector, act_subs(blocks[g]), blocks[g].subs());
+  };
   // TensorE: O += P V over the block's 128-key sub-blocks, into the query block's accumulator
   // in PSUM (the first block starts it): stationary P^T [keys, qr], moving V [keys, head_dim].
-  const PipelineStage pv_stage{
-      0, [&](int64_t g) {
-        const Block& b = blocks[g];
-        const uint32_t buf = static_cast<uint32_t>(g % c.bufs);
-        const uint32_t hb = static_cast<uint32_t>(b.head % head_bufs);
-        for (uint32_t i = 0; i < b.subs(); ++i) {
-          const uint32_t kw = std::min(tile, b.kw - i * tile);
-          const int64_t vblock = (b.k0 + i * tile) / tile;
-          Instruction mm =
-              make_instruction(Opcode::matmul, Engine::tensor,
-                               fmt::format("PV h{} q{} k{}", b.head, b.q0, b.k0 + i * tile));
-          mm.src[0] = isa::sbuf_ap(dt, 0, kw, pt_at[buf] + i * tile * es, {{1, b.qr}});
-          mm.src[1] =
-              isa::sbuf_ap(dt, 0, kw, v_at[hb] + vblock * d * es, {{1, static_cast<uint32_t>(d)}});
-          mm.dst = isa::psum_ap(DType::fp32, 0, b.qr, o_at[b.qblock % 2],
-                                {{1, static_cast<uint32_t>(d)}});
-          mm.accumulate_start = b.first && i == 0;
-          mm.accumulate_stop = i + 1 == b.subs();
-          // The accumulator was rescaled for this block; a new one was last read by the output of
-          // query block j - 2.
-          const std::vector<Signal> deps =
-              i == 0 ? std::vector<Signal>{act_copied[g], dve_copied[g], v_loaded[b.head],
-                                           b.first ? before(out_done, b.qblock - 2) : rescaled[g]}
-                     : std::vector<Signal>{};
-          const bool last = i + 1 == b.subs();
-          const Signal s = sync.emit(mm, deps, last ? sem_pv : -1);
-          if (last) pv_done[g] = s;
-        }
-      }};
+  auto pv_stage = [&](int64_t g) {
+    const Block& b = blocks[g];
+    const uint32_t hb = static_cast<uint32_t>(b.head % head_bufs);
+    std::vector<Instruction> mms;
+    for (uint32_t i = 0; i < b.subs(); ++i) {
+      const uint32_t kw = std::min(tile, b.kw - i * tile);
+      const int64_t vblock = (b.k0 + i * tile) / tile;
+      mms.push_back(matmul(o_of(b.qblock, b.qr),
+                           isa::sbuf_ap(dt, 0, kw, sb.pt[g % c.bufs] + i * tile * es, {{1, b.qr}}),
+                           isa::sbuf_ap(dt, 0, kw, sb.v[hb] + vblock * d * es, {{1, d32}}),
+                           b.first && i == 0, i + 1 == b.subs(), "PV " + where(g, i * tile)));
+    }
+    // The accumulator was rescaled for this block; a new one was last read by the output of
+    // query block j - 2.
+    pv_done[g] = tracker.emit_sequence(std::move(mms),
+                                       {act_copied[g], dve_copied[g], v_loaded[b.head],
+                                        b.first ? before(out_done, b.qblock - 2) : rescaled[g]},
+                                       sem_pv);
+  };
   // VectorE: l = l * alpha + the block's row sums, and O *= alpha in PSUM before this block's
   // P V adds to it.
-  const PipelineStage rescale_stage{
-      0, [&](int64_t g) {
-        const Block& b = blocks[g];
-        if (b.first) {
-          rescaled[g] = Signal{};
-          return;
-        }
-        Instruction l = make_instruction(Opcode::scalar_tensor_tensor, Engine::vector,
-                                         fmt::format("l h{} q{} k{}", b.head, b.q0, b.k0));
-        l.op0 = AluOp::multiply;
-        l.operand0 = ScalarOperand::from(alpha_col(g, b.qr));
-        l.op1 = AluOp::add;
-        l.src[0] = l_col(b.qblock, b.qr);
-        l.src[1] = bsum_col(g, b.qr);
-        l.dst = l_col(b.qblock, b.qr);
-        sync.emit(l, {exped[g]});
-        Instruction rs = make_instruction(Opcode::tensor_scalar, Engine::vector,
-                                          fmt::format("rescale O h{} q{} k{}", b.head, b.q0, b.k0));
-        rs.op0 = AluOp::multiply;
-        rs.operand0 = ScalarOperand::from(alpha_col(g, b.qr));
-        rs.src[0] =
-            isa::psum_ap(DType::fp32, 0, b.qr, o_at[b.qblock % 2], {{1, static_cast<uint32_t>(d)}});
-        rs.dst = rs.src[0];
-        rescaled[g] = sync.emit(rs, {exped[g], pv_done[g - 1]}, sem_rescale);
-      }};
+  auto rescale_stage = [&](int64_t g) {
+    const Block& b = blocks[g];
+    if (b.first) {
+      rescaled[g] = Signal{};
+      return;
+    }
+    const auto l = l_col(b.qblock, b.qr), o = o_of(b.qblock, b.qr);
+    dve.scalar_tensor_tensor(l, l, AluOp::multiply, alpha_col(g, b.qr), AluOp::add,
+                             bsum_col(g, b.qr), "l " + where(g), {exped[g]});
+    rescaled[g] =
+        dve.tensor_scalar(o, o, AluOp::multiply, alpha_col(g, b.qr), "rescale O " + where(g),
+                          {exped[g], pv_done[g - 1]}, sem_rescale);
+  };
   // VectorE at the query block's end: o = O / l, stored by SyncE (which then loads a head into
   // the buffer this head freed).
-  const PipelineStage out_stage{
-      0, [&](int64_t g) {
-        const Block& b = blocks[g];
-        if (!b.last) return;
-        const int64_t j = b.qblock;
-        Instruction out = make_instruction(Opcode::tensor_scalar, Engine::vector,
-                                           fmt::format("out h{} q{}", b.head, b.q0));
-        out.op0 = AluOp::divide;
-        out.operand0 = ScalarOperand::from(l_col(j, b.qr));
-        out.src[0] =
-            isa::psum_ap(DType::fp32, 0, b.qr, o_at[j % 2], {{1, static_cast<uint32_t>(d)}});
-        out.dst = isa::sbuf_ap(dt, 0, b.qr, out_at[j % 2], {{1, static_cast<uint32_t>(d)}});
-        out_done[j] = sync.emit(out, {pv_done[g], exped[g], before(stored, j - 2)}, sem_out);
-        Instruction st = make_instruction(Opcode::dma_copy, Engine::sync,
-                                          fmt::format("store o h{} q{}", b.head, b.q0));
-        st.src[0] = out.dst;
-        st.dst = isa::hbm_ap(dt, o_addr + (b.head * head_elems + b.q0 * d) * es, b.qr, d,
-                             {{1, static_cast<uint32_t>(d)}});
-        st.dma_queue = q_store;
-        stored[j] = sync.emit(st, {out_done[j]});
-        if (g == last_of_head[b.head] && b.head + head_bufs < heads) load_head(b.head + head_bufs);
-      }};
+  auto out_stage = [&](int64_t g) {
+    const Block& b = blocks[g];
+    if (!b.last) return;
+    const int64_t j = b.qblock;
+    const auto out = isa::sbuf_ap(dt, 0, b.qr, sb.out[j % 2], {{1, d32}});
+    out_done[j] = dve.tensor_scalar(out, o_of(j, b.qr), AluOp::divide, l_col(j, b.qr),
+                                    fmt::format("out h{} q{}", b.head, b.q0),
+                                    {pv_done[g], exped[g], before(stored, j - 2)}, sem_out);
+    stored[j] = sync.dma_copy(
+        q_store,
+        isa::hbm_ap(dt, o_addr + (b.head * head_elems + b.q0 * d) * es, b.qr, d, {{1, d32}}), out,
+        fmt::format("store o h{} q{}", b.head, b.q0), {out_done[j]});
+    if (g == last_of_head[b.head] && b.head + head_bufs < heads) load_head(b.head + head_bufs);
+  };
 
   // The software pipeline, block g's stages at step g + lag. Per step s: TensorE transposes P
   // of block s - 3, computes the scores of block s, then P V of block s - 4; ScalarE copies its
@@ -672,10 +569,7 @@ LoweredKernel lower_attention(const Workload& w, const config::ArchConfig& arch,
   // its P^T copy (TensorE transposed before it computed the scores). The lags keep that chain
   // off the engines' other work: P of block s is transposed three steps later, so the exp of
   // block s + 3 does not wait behind it.
-  auto at = [](PipelineStage st, int64_t lag) {
-    st.lag = lag;
-    return st;
-  };
+  //
   // A head's first block comes kPvLag + 1 steps after the last block of the head whose
   // buffers it reuses: that block's P V matmuls, and then the loads, come first.
   std::vector<int64_t> steps(static_cast<size_t>(nblocks));
@@ -686,10 +580,15 @@ LoweredKernel lower_attention(const Workload& w, const config::ArchConfig& arch,
       steps[g] = std::max(steps[g], steps[last_of_head[b.head - head_bufs]] + kPvLag + 1);
     }
   }
-  run_pipeline(steps,
-               {at(transpose_stage, kTransposeLag), at(act_copy_stage, kTransposeLag), scores_stage,
-                max_stage, exp_stage, at(pv_stage, kPvLag), at(dve_copy_stage, kTransposeLag),
-                at(rescale_stage, kTransposeLag), at(out_stage, kPvLag)});
+  run_pipeline(steps, {{kTransposeLag, transpose_stage},
+                       {kTransposeLag, act_copy_stage},
+                       {0, scores_stage},
+                       {0, max_stage},
+                       {0, exp_stage},
+                       {kPvLag, pv_stage},
+                       {kTransposeLag, dve_copy_stage},
+                       {kTransposeLag, rescale_stage},
+                       {kPvLag, out_stage}});
   if (p.instruction_count() != instructions) {
     throw std::logic_error(fmt::format("attention: {} instructions emitted, {} counted",
                                        p.instruction_count(), instructions));

@@ -4,6 +4,8 @@
 
 #include <algorithm>
 
+#include "workloads/kernels/instruction_builder.hpp"
+
 namespace trnsim::workloads {
 
 using isa::DType;
@@ -179,31 +181,26 @@ LoweredKernel lower_dma(const Workload& w, const config::ArchConfig& arch, bool 
   auto& sync = p.stream(Engine::sync);
   sync.reserve(transfers);
   for (uint64_t t = 0; t < transfers; ++t) {
-    isa::Instruction in;
-    in.opcode = isa::Opcode::dma_copy;
-    in.engine = Engine::sync;
-    in.label = fmt::format("dma {}", t);
-    in.dma_queue = static_cast<uint16_t>(t % b.queues);
-    in.dma_transpose = b.transpose;
-    in.dma_dge = b.dge;
+    const isa::AccessPattern slot_ap = isa::sbuf_ap(dt, 0, parts, slot(t), {{1, elems}});
+    isa::AccessPattern src = slot_ap, dst = slot_ap;
     if (b.direction == "hbm_to_sbuf") {
-      in.src[0] = hbm_side(src_addr, t);
-      in.dst = isa::sbuf_ap(dt, 0, parts, slot(t), {{1, elems}});
+      src = hbm_side(src_addr, t);
     } else if (b.direction == "sbuf_to_hbm") {
-      in.src[0] = isa::sbuf_ap(dt, 0, parts, slot(t), {{1, elems}});
-      in.dst = hbm_side(dst_addr, t);
+      dst = hbm_side(dst_addr, t);
     } else if (b.direction == "hbm_to_hbm") {
-      in.src[0] = hbm_side(src_addr, t);
-      in.dst = hbm_side(dst_addr, t);
+      src = hbm_side(src_addr, t);  // random placement: the source's draws come first
+      dst = hbm_side(dst_addr, t);
     } else if (b.direction == "sbuf_to_sbuf") {
       // Source in the lower half of each partition, destination in the upper half.
-      in.src[0] = isa::sbuf_ap(dt, 0, parts, slot(t), {{1, elems}});
-      in.dst = isa::sbuf_ap(dt, 0, parts, on_chip + slot(t), {{1, elems}});
+      dst = isa::sbuf_ap(dt, 0, parts, on_chip + slot(t), {{1, elems}});
     } else {  // sbuf_to_psum
-      in.src[0] = isa::sbuf_ap(dt, 0, parts, slot(t), {{1, elems}});
-      in.dst = isa::psum_ap(dt, 0, parts, slot(t), {{1, elems}});
+      dst = isa::psum_ap(dt, 0, parts, slot(t), {{1, elems}});
     }
-    sync.push_back(in);
+    isa::Instruction in =
+        dma_copy(static_cast<uint16_t>(t % b.queues), dst, src, fmt::format("dma {}", t));
+    in.dma_transpose = b.transpose;
+    in.dma_dge = b.dge;
+    sync.push_back(std::move(in));
   }
 
   k.choices = {{"direction", b.direction},

@@ -2,11 +2,12 @@
 
 #include <fmt/format.h>
 
+#include "workloads/kernels/instruction_builder.hpp"
+
 namespace trnsim::workloads {
 
 using isa::DType;
 using isa::Instruction;
-using isa::Opcode;
 
 EngineStreamChoices parse_engine_stream_choices(const Workload& w, const config::ArchConfig& arch) {
   EngineStreamChoices c;
@@ -75,40 +76,19 @@ LoweredKernel lower_engine_stream(const Workload& w, const config::ArchConfig& a
   const isa::AccessPattern y_tile = isa::sbuf_ap(dt, 0, parts, y_sbuf, {{1, n}});
 
   auto& sync = p.stream(Engine::sync);
-  Instruction load;
-  load.opcode = Opcode::dma_copy;
-  load.engine = Engine::sync;
-  load.label = "load x";
-  load.src[0] = isa::hbm_ap(dt, x_addr, parts, elements, {{1, n}});
-  load.dst = x_tile;
-  load.dma_queue = q_in;
-  sync.push_back(load);
-  Instruction store;
-  store.opcode = Opcode::dma_copy;
-  store.engine = Engine::sync;
-  store.label = "store y";
-  store.src[0] = y_tile;
-  store.dst = isa::hbm_ap(dt, y_addr, parts, elements, {{1, n}});
-  store.dma_queue = q_out;
+  sync.push_back(
+      dma_copy(q_in, x_tile, isa::hbm_ap(dt, x_addr, parts, elements, {{1, n}}), "load x"));
+  Instruction store =
+      dma_copy(q_out, isa::hbm_ap(dt, y_addr, parts, elements, {{1, n}}), y_tile, "store y");
   store.waits.push_back(isa::SemaphoreWait{done, 1});
   sync.push_back(store);
 
-  Instruction step;
-  step.engine = c.engine;
-  step.src[0] = x_tile;
-  step.dst = y_tile;
-  if (c.engine == Engine::scalar) {
-    step.opcode = Opcode::activation;
-    step.function = isa::ActivationFunction::identity;
-    step.scale = isa::ScalarOperand::immediate(2.0f);
-    step.bias = isa::ScalarOperand::immediate(-1.0f);
-  } else {
-    step.opcode = Opcode::tensor_scalar;
-    step.op0 = isa::AluOp::multiply;
-    step.operand0 = isa::ScalarOperand::immediate(2.0f);
-    step.op1 = isa::AluOp::add;
-    step.operand1 = isa::ScalarOperand::immediate(-1.0f);
-  }
+  // y = 2x - 1, unlabelled.
+  const Instruction step = c.engine == Engine::scalar
+                               ? activation(Engine::scalar, isa::ActivationFunction::identity,
+                                            y_tile, x_tile, 2.0f, -1.0f, "")
+                               : tensor_scalar(c.engine, y_tile, x_tile, isa::AluOp::multiply, 2.0f,
+                                               isa::AluOp::add, -1.0f, "");
   auto& stream = p.stream(c.engine);
   stream.reserve(c.instructions);
   for (uint64_t i = 0; i < c.instructions; ++i) {

@@ -226,6 +226,16 @@ Signal SyncTracker::emit(isa::Instruction in, const std::vector<Signal>& deps, i
   return out;
 }
 
+Signal SyncTracker::emit_sequence(std::vector<isa::Instruction> ins,
+                                  const std::vector<Signal>& deps, int raise) {
+  Signal last;
+  for (size_t i = 0; i < ins.size(); ++i) {
+    const bool is_last = i + 1 == ins.size();
+    last = emit(std::move(ins[i]), i == 0 ? deps : std::vector<Signal>{}, is_last ? raise : -1);
+  }
+  return last;
+}
+
 void run_pipeline(int64_t items, const std::vector<PipelineStage>& stages) {
   std::vector<int64_t> steps(static_cast<size_t>(std::max<int64_t>(items, 0)));
   for (size_t i = 0; i < steps.size(); ++i) steps[i] = static_cast<int64_t>(i);

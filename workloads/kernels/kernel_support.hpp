@@ -69,6 +69,11 @@ struct Signal {
 // dependency on a stage that comes later in the emission order is caught (std::logic_error)
 // instead of being taken as met. A stage that emits nothing for an item sets Signal{}.
 constexpr Signal kNotEmitted{UINT16_MAX, 0};
+// The signal of item i of a stage, or one met from the start for an item before the first: what
+// the reuse of a buffer by item i + bufs waits for.
+inline Signal before(const std::vector<Signal>& signals, int64_t i) {
+  return i < 0 ? Signal{} : signals[i];
+}
 
 // Emits instructions into their engines' streams with the semaphore waits their dependencies
 // need, and no more: a dependency is dropped when the engine already knows it is met (its own
@@ -91,6 +96,10 @@ class SyncTracker {
   // value is returned. A DMA instruction returns its queue's signal: the running count of DMA
   // engines its transfer raises the queue's semaphore to (D1).
   Signal emit(isa::Instruction in, const std::vector<Signal>& deps, int raise = -1);
+  // Instructions that form one step, emitted in order: the first waits for `deps`, the last
+  // raises `raise`; returns the last one's signal (Signal{} when there are none).
+  Signal emit_sequence(std::vector<isa::Instruction> ins, const std::vector<Signal>& deps,
+                       int raise = -1);
   uint64_t waits() const { return waits_; }
   uint64_t dropped() const { return dropped_; }
 

@@ -6,12 +6,12 @@
 #include <cmath>
 
 #include "isa/instruction.hpp"
+#include "workloads/kernels/instruction_builder.hpp"
 
 namespace trnsim::workloads {
 
 using isa::DType;
 using isa::Instruction;
-using isa::Opcode;
 
 MatmulTiles matmul_tiles(const config::ArchConfig& arch) {
   MatmulTiles t;
@@ -53,16 +53,6 @@ PsumBanks::PsumBanks(const config::ArchConfig& arch, uint32_t count) {
   for (uint32_t i = 0; i < count; ++i) banks_.push_back(OnChipTile{i * bank, {}});
 }
 
-namespace {
-Instruction make(Opcode op, Engine e, std::string label) {
-  Instruction in;
-  in.opcode = op;
-  in.engine = e;
-  in.label = std::move(label);
-  return in;
-}
-}  // namespace
-
 TileOps::TileOps(EngineStreams& streams, const config::ArchConfig& /*arch*/, DType dtype)
     : streams_(streams), dt_(dtype), es_(isa::size_of(dtype)) {}
 
@@ -73,19 +63,17 @@ Completion TileOps::load(uint16_t queue, const HbmMatrix& m, int64_t r0, int64_t
   const int64_t rest = rows % tile_rows;
   Completion done;
   auto transfer = [&](int64_t first_row, uint32_t parts, int64_t tiles, uint64_t at) {
-    Instruction in =
-        make(Opcode::dma_copy, Engine::sync, fmt::format("load {} r{} c{}", m.name, first_row, c0));
     const uint64_t src = m.address + (first_row * m.cols + c0) * es_;
     const auto n = static_cast<uint32_t>(cols);
-    if (tiles == 1) {
-      in.src[0] = isa::hbm_ap(dt_, src, parts, m.cols, {{1, n}});
-      in.dst = isa::sbuf_ap(dt_, 0, parts, at, {{1, n}});
-    } else {
-      const auto t = static_cast<uint32_t>(tiles);
-      in.src[0] = isa::hbm_ap(dt_, src, parts, m.cols, {{tile_rows * m.cols, t}, {1, n}});
-      in.dst = isa::sbuf_ap(dt_, 0, parts, at, {{row_stride, t}, {1, n}});
-    }
-    in.dma_queue = queue;
+    const auto t = static_cast<uint32_t>(tiles);
+    Instruction in =
+        tiles == 1
+            ? dma_copy(queue, isa::sbuf_ap(dt_, 0, parts, at, {{1, n}}),
+                       isa::hbm_ap(dt_, src, parts, m.cols, {{1, n}}),
+                       fmt::format("load {} r{} c{}", m.name, first_row, c0))
+            : dma_copy(queue, isa::sbuf_ap(dt_, 0, parts, at, {{row_stride, t}, {1, n}}),
+                       isa::hbm_ap(dt_, src, parts, m.cols, {{tile_rows * m.cols, t}, {1, n}}),
+                       fmt::format("load {} r{} c{}", m.name, first_row, c0));
     loaded_ += in.dst.bytes();
     done = streams_.emit(std::move(in), after);
   };
@@ -104,14 +92,13 @@ Completion TileOps::load_transposed(uint16_t queue, const HbmMatrix& m, int64_t 
   for (int64_t t = 0; t * tile_rows < rows; ++t) {
     const auto parts = static_cast<uint32_t>(std::min<int64_t>(tile_rows, rows - t * tile_rows));
     const int64_t first = r0 + t * tile_rows;  // a column of m
-    Instruction in = make(Opcode::dma_transpose, Engine::sync,
-                          fmt::format("load {}^T r{} c{}", m.name, first, c0));
     // m[c0 .. c0 + cols, first .. first + parts]: `cols` rows of m in, `parts` partitions out.
-    in.src[0] = isa::hbm_ap(dt_, m.address + (c0 * m.cols + first) * es_,
-                            static_cast<uint32_t>(cols), m.cols, {{1, parts}});
-    in.dst = isa::sbuf_ap(dt_, 0, parts, offset + t * row_stride * es_,
-                          {{1, static_cast<uint32_t>(cols)}});
-    in.dma_queue = queue;
+    Instruction in = dma_transpose(queue,
+                                   isa::sbuf_ap(dt_, 0, parts, offset + t * row_stride * es_,
+                                                {{1, static_cast<uint32_t>(cols)}}),
+                                   isa::hbm_ap(dt_, m.address + (c0 * m.cols + first) * es_,
+                                               static_cast<uint32_t>(cols), m.cols, {{1, parts}}),
+                                   fmt::format("load {}^T r{} c{}", m.name, first, c0));
     loaded_ += in.dst.bytes();
     done = streams_.emit(std::move(in), after);
   }
@@ -121,50 +108,44 @@ Completion TileOps::load_transposed(uint16_t queue, const HbmMatrix& m, int64_t 
 Completion TileOps::matmul(uint64_t bank, uint32_t k, uint32_t m, uint32_t n, uint64_t stationary,
                            uint64_t moving, bool start, bool stop, const Completions& after,
                            std::string label) {
-  Instruction in = make(Opcode::matmul, Engine::tensor, std::move(label));
-  in.src[0] = isa::sbuf_ap(dt_, 0, k, stationary, {{1, m}});
-  in.src[1] = isa::sbuf_ap(dt_, 0, k, moving, {{1, n}});
-  in.dst = isa::psum_ap(DType::fp32, 0, m, bank, {{1, n}});
-  in.accumulate_start = start;
-  in.accumulate_stop = stop;
-  return streams_.emit(std::move(in), after);
+  return streams_.emit(
+      workloads::matmul(isa::psum_ap(DType::fp32, 0, m, bank, {{1, n}}),
+                        isa::sbuf_ap(dt_, 0, k, stationary, {{1, m}}),
+                        isa::sbuf_ap(dt_, 0, k, moving, {{1, n}}), start, stop, std::move(label)),
+      after);
 }
 
 Completion TileOps::evacuate(Engine engine, isa::ActivationFunction f, uint64_t bank,
                              uint32_t parts, uint32_t n, DType to, uint64_t dst,
                              const Completions& after, std::string label) {
-  Instruction in;
-  if (engine == Engine::scalar) {
-    in = make(Opcode::activation, Engine::scalar, std::move(label));
-    in.function = f;
-  } else {
-    in = make(Opcode::tensor_copy, engine, std::move(label));
-  }
-  in.src[0] = isa::psum_ap(DType::fp32, 0, parts, bank, {{1, n}});
-  in.dst = isa::sbuf_ap(to, 0, parts, dst, {{1, n}});
-  return streams_.emit(std::move(in), after);
+  const auto from = isa::psum_ap(DType::fp32, 0, parts, bank, {{1, n}});
+  const auto into = isa::sbuf_ap(to, 0, parts, dst, {{1, n}});
+  return streams_.emit(engine == Engine::scalar
+                           ? activation(Engine::scalar, f, into, from, 1.0f, 0.0f, std::move(label))
+                           : tensor_copy(engine, into, from, std::move(label)),
+                       after);
 }
 
 Completion TileOps::accumulate(uint64_t bank, uint32_t parts, uint32_t n, uint64_t acc, DType to,
                                uint64_t dst, const Completions& after, std::string label) {
-  Instruction in = make(Opcode::tensor_tensor, Engine::vector, std::move(label));
-  in.op0 = isa::AluOp::add;
-  in.src[0] = isa::psum_ap(DType::fp32, 0, parts, bank, {{1, n}});
-  in.src[1] = isa::sbuf_ap(DType::fp32, 0, parts, acc, {{1, n}});
-  in.dst = isa::sbuf_ap(to, 0, parts, dst, {{1, n}});
-  return streams_.emit(std::move(in), after);
+  return streams_.emit(
+      tensor_tensor(Engine::vector, isa::sbuf_ap(to, 0, parts, dst, {{1, n}}),
+                    isa::psum_ap(DType::fp32, 0, parts, bank, {{1, n}}), isa::AluOp::add,
+                    isa::sbuf_ap(DType::fp32, 0, parts, acc, {{1, n}}), std::move(label)),
+      after);
 }
 
 Completion TileOps::store(Engine issuer, uint16_t queue, const HbmMatrix& m, int64_t r0,
                           int64_t rows, int64_t c0, int64_t cols, uint64_t offset,
                           const Completions& after) {
-  Instruction in = make(Opcode::dma_copy, issuer, fmt::format("store {} r{} c{}", m.name, r0, c0));
   const auto parts = static_cast<uint32_t>(rows);
   const auto n = static_cast<uint32_t>(cols);
-  in.src[0] = isa::sbuf_ap(dt_, 0, parts, offset, {{1, n}});
-  in.dst = isa::hbm_ap(dt_, m.address + (r0 * m.cols + c0) * es_, parts, m.cols, {{1, n}});
-  in.dma_queue = queue;
-  return streams_.emit(std::move(in), after);
+  return streams_.emit(
+      dma_copy(queue,
+               isa::hbm_ap(dt_, m.address + (r0 * m.cols + c0) * es_, parts, m.cols, {{1, n}}),
+               isa::sbuf_ap(dt_, 0, parts, offset, {{1, n}}),
+               fmt::format("store {} r{} c{}", m.name, r0, c0), issuer),
+      after);
 }
 
 }  // namespace trnsim::workloads

@@ -1,0 +1,450 @@
+// `trnsim sweep`: reading and checking a sweep file (docs/sweeps.md), and the points it
+// describes, each with the full --set list it runs with and what it is (to know it on --resume).
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <map>
+#include <nlohmann/json.hpp>
+
+#include "base/json.hpp"
+#include "base/names.hpp"
+#include "config/arch_file.hpp"
+#include "config/parameters.hpp"
+#include "sim/io/input_file.hpp"
+#include "sim/run/load.hpp"
+#include "sim/sweep/sweep_internal.hpp"
+#include "workloads/workload.hpp"
+
+namespace trnsim::sim::sweep_internal {
+
+namespace fs = std::filesystem;
+using nlohmann::ordered_json;
+
+const std::vector<std::string> kRowMetrics = {"tensor_engine_active_time_percent",
+                                              "vector_engine_active_time_percent",
+                                              "scalar_engine_active_time_percent",
+                                              "gpsimd_engine_active_time_percent",
+                                              "sync_engine_active_time_percent",
+                                              "dma_active_time_percent",
+                                              "mbu_estimated_percent",
+                                              "mfu_estimated_percent",
+                                              "hbm_achieved_bytes_per_second",
+                                              "dma_achieved_bytes_per_second"};
+const std::vector<std::pair<std::string, std::string>> kBusyNames = {
+    {"tensor_engine_active_time_percent", "TensorE"},
+    {"vector_engine_active_time_percent", "VectorE"},
+    {"scalar_engine_active_time_percent", "ScalarE"},
+    {"gpsimd_engine_active_time_percent", "GpSimdE"},
+    {"sync_engine_active_time_percent", "SyncE"},
+    {"dma_active_time_percent", "DMA"}};
+
+// Columns a plot may use as y.
+std::vector<std::string> plot_metrics() {
+  std::vector<std::string> m = {"total_time_us", "neuroncore_cycle_count", "speedup"};
+  m.insert(m.end(), kRowMetrics.begin(), kRowMetrics.end());
+  return m;
+}
+
+namespace {
+
+constexpr size_t kMaxPoints = 100000;
+
+const std::vector<std::string> kSweepKeys = {"name", "description", "workloads",   "arch", "set",
+                                             "grid", "zip",         "timing_only", "plot"};
+const std::vector<std::string> kPlotKeys = {"x", "y", "log_x", "log_y", "title"};
+
+// A bad sweep file: "FILE: WHERE: WHAT".
+[[noreturn]] void fail(const std::string& file, const std::string& where, const std::string& what) {
+  throw InputError(fmt::format("{}: {}: {}", file, where, what));
+}
+
+std::string value_text(const ordered_json& v, const std::string& file, const std::string& where) {
+  if (v.is_boolean()) return v.get<bool>() ? "true" : "false";
+  if (v.is_number_integer()) return v.dump();
+  if (v.is_number_float()) return fmt::format("{}", v.get<double>());
+  fail(file, where, fmt::format("expected a number or true/false, got {}", v.dump()));
+}
+
+// Checks `name`=`text` as --set would, naming the place in the sweep file.
+void check_assignment(const std::string& name, const std::string& text, const std::string& file,
+                      const std::string& where) {
+  try {
+    config::ArchConfig scratch;
+    config::set_parameter(scratch, name + "=" + text);
+  } catch (const std::invalid_argument& e) {
+    fail(file, where, e.what());
+  }
+}
+
+const config::Parameter& checked_parameter(const std::string& name, const std::string& file,
+                                           const std::string& where) {
+  const config::Parameter* p = config::find_parameter(name);
+  if (p == nullptr) fail(file, where, config::unknown_parameter_text(name));
+  return *p;
+}
+
+void check_keys(const ordered_json& object, const std::vector<std::string>& known,
+                const std::string& file, const std::string& where) {
+  for (const auto& item : object.items()) {
+    if (std::find(known.begin(), known.end(), item.key()) != known.end()) continue;
+    const std::string near = base::closest_name(item.key(), known);
+    fail(file, where + "/" + item.key(),
+         fmt::format("unknown key; expected {}{}", fmt::join(known, ", "),
+                     near.empty() ? "" : fmt::format(" (did you mean \"{}\"?)", near)));
+  }
+}
+
+}  // namespace
+
+std::string stem_of(const std::string& path) {
+  return fs::path(path).stem().string();
+}
+
+namespace {
+
+// A path in the sweep file is relative to the file's directory.
+std::string resolve(const std::string& path, const std::string& sweep_file) {
+  fs::path p(path);
+  if (p.is_relative()) p = fs::absolute(sweep_file).parent_path() / p;
+  return p.lexically_normal().string();
+}
+
+}  // namespace
+
+SweepSpec parse_sweep(const std::string& file) {
+  const std::string text = read_input_file(file);
+  ordered_json doc;
+  try {
+    doc = base::parse_json_text<ordered_json>(text, file);
+  } catch (const base::JsonError& e) {
+    throw InputError(e.what());
+  }
+  if (!doc.is_object())
+    fail(file, "/", fmt::format("expected a JSON object, got {}", doc.type_name()));
+  check_keys(doc, kSweepKeys, file, "");
+
+  SweepSpec s;
+  s.file = file;
+  auto string_of = [&](const char* key) {
+    if (!doc[key].is_string()) {
+      fail(file, fmt::format("/{}", key),
+           fmt::format("expected a string, got {}", doc[key].type_name()));
+    }
+    return doc[key].get<std::string>();
+  };
+  s.name = doc.contains("name") ? string_of("name") : stem_of(file);
+  if (doc.contains("description")) s.description = string_of("description");
+
+  // Workloads: each must exist and, in the kernel form, parse.
+  if (!doc.contains("workloads")) {
+    fail(file, "/workloads", "missing; expected a workload file or a list of them");
+  }
+  const ordered_json& w = doc["workloads"];
+  std::vector<std::pair<std::string, ordered_json>> listed;
+  if (w.is_string()) {
+    listed.emplace_back("/workloads", w);
+  } else if (w.is_array()) {
+    if (w.empty()) fail(file, "/workloads", "empty; expected at least one workload file");
+    for (size_t i = 0; i < w.size(); ++i)
+      listed.emplace_back(fmt::format("/workloads/{}", i), w[i]);
+  } else {
+    fail(file, "/workloads",
+         fmt::format("expected a workload file or a list of them, got {}", w.type_name()));
+  }
+  for (const auto& [where, entry] : listed) {
+    if (!entry.is_string() || entry.get<std::string>().empty()) {
+      fail(file, where, "expected the path of a workload file (relative to the sweep file)");
+    }
+    const std::string as_written = entry.get<std::string>();
+    const std::string path = resolve(as_written, file);
+    try {
+      const std::string wtext = read_input_file(path);
+      const bool program =
+          path.size() > 5 && (path.compare(path.size() - 5, 5, ".tasm") == 0 ||
+                              wtext.find("\"trnsim-program\"") != std::string::npos);
+      if (!program) (void)workloads::parse_workload(wtext, path);
+    } catch (const InputError& e) {
+      fail(file, where, e.what());
+    } catch (const workloads::WorkloadError& e) {
+      fail(file, where, e.what());
+    }
+    if (std::find(s.workload_paths.begin(), s.workload_paths.end(), path) !=
+        s.workload_paths.end()) {
+      fail(file, where, fmt::format("{} is listed twice", as_written));
+    }
+    s.workloads.push_back(as_written);
+    s.workload_paths.push_back(path);
+  }
+
+  // The base arch: a preset name or an arch file relative to the sweep file.
+  s.arch = doc.contains("arch") ? string_of("arch") : "trn2";
+  s.arch_arg = s.arch;
+  if (config::find_preset_spec(s.arch) == nullptr) {
+    // A file (relative to the sweep file) if it looks like one; else an unknown preset's name,
+    // which load_arch_spec refuses with the nearest preset.
+    const std::string path = resolve(s.arch, file);
+    std::error_code ec;
+    if (s.arch.find('/') != std::string::npos || fs::path(s.arch).extension() == ".json" ||
+        fs::exists(path, ec)) {
+      s.arch_arg = path;
+    }
+  }
+  try {
+    s.base = load_arch_spec(s.arch_arg, {});
+  } catch (const InputError& e) {
+    fail(file, "/arch", e.what());
+  }
+
+  std::map<std::string, std::string> where_of;  // parameter -> where it is set or varied
+  auto claim = [&](const std::string& name, const std::string& where) {
+    (void)checked_parameter(name, file, where);
+    if (where_of.count(name)) {
+      fail(file, where, fmt::format("{} is already set or varied at {}", name, where_of[name]));
+    }
+    where_of[name] = where;
+  };
+
+  if (doc.contains("set")) {
+    const ordered_json& set = doc["set"];
+    if (!set.is_object()) fail(file, "/set", "expected an object of parameter: value");
+    for (const auto& item : set.items()) {
+      const std::string where = "/set/" + item.key();
+      claim(item.key(), where);
+      const std::string v = value_text(item.value(), file, where);
+      check_assignment(item.key(), v, file, where);
+      s.fixed_sets.push_back(item.key() + "=" + v);
+      config::set_parameter(s.base, s.fixed_sets.back());
+    }
+  }
+
+  // A list of values for `name`, each checked as --set would.
+  auto values_of = [&](const std::string& name, const ordered_json& list,
+                       const std::string& where) {
+    if (!list.is_array()) {
+      fail(file, where, fmt::format("expected a list of values, got {}", list.type_name()));
+    }
+    if (list.empty()) fail(file, where, "empty list; expected at least one value");
+    std::vector<std::string> out;
+    for (size_t i = 0; i < list.size(); ++i) {
+      const std::string at = fmt::format("{}/{}", where, i);
+      out.push_back(value_text(list[i], file, at));
+      check_assignment(name, out.back(), file, at);
+    }
+    return out;
+  };
+
+  if (doc.contains("grid")) {
+    const ordered_json& grid = doc["grid"];
+    if (!grid.is_object()) fail(file, "/grid", "expected an object of parameter: [values]");
+    if (grid.empty()) fail(file, "/grid", "empty; expected at least one parameter: [values]");
+    for (const auto& item : grid.items()) {
+      const std::string where = "/grid/" + item.key();
+      claim(item.key(), where);
+      Axis a;
+      a.params.push_back(item.key());
+      for (const std::string& v : values_of(item.key(), item.value(), where))
+        a.values.push_back({v});
+      s.axes.push_back(std::move(a));
+    }
+  }
+  if (doc.contains("zip")) {
+    const ordered_json& zip = doc["zip"];
+    std::vector<std::pair<std::string, const ordered_json*>> groups;
+    if (zip.is_object()) {
+      groups.emplace_back("/zip", &zip);
+    } else if (zip.is_array()) {
+      if (zip.empty()) fail(file, "/zip", "empty; expected an object of parameter: [values]");
+      for (size_t i = 0; i < zip.size(); ++i)
+        groups.emplace_back(fmt::format("/zip/{}", i), &zip[i]);
+    } else {
+      fail(file, "/zip", "expected an object of parameter: [values] (or a list of such objects)");
+    }
+    for (const auto& [gwhere, g] : groups) {
+      if (!g->is_object()) fail(file, gwhere, "expected an object of parameter: [values]");
+      if (g->empty()) fail(file, gwhere, "empty; expected at least one parameter: [values]");
+      Axis a;
+      size_t length = 0;
+      std::string first;
+      for (const auto& item : g->items()) {
+        const std::string where = gwhere + "/" + item.key();
+        claim(item.key(), where);
+        const std::vector<std::string> vs = values_of(item.key(), item.value(), where);
+        if (a.params.empty()) {
+          length = vs.size();
+          first = where;
+          a.values.resize(length);
+        } else if (vs.size() != length) {
+          fail(file, where,
+               fmt::format("{} value{}, but {} has {}: zipped lists go together, one value "
+                           "of each per point",
+                           vs.size(), vs.size() == 1 ? "" : "s", first, length));
+        }
+        a.params.push_back(item.key());
+        for (size_t i = 0; i < length; ++i) a.values[i].push_back(vs[i]);
+      }
+      s.axes.push_back(std::move(a));
+    }
+  }
+  if (s.axes.empty()) {
+    fail(file, "/grid",
+         "missing; a sweep varies at least one parameter (\"grid\": {\"name\": [values]} or "
+         "\"zip\")");
+  }
+  for (const Axis& a : s.axes) s.varied.insert(s.varied.end(), a.params.begin(), a.params.end());
+
+  if (doc.contains("timing_only")) {
+    if (!doc["timing_only"].is_boolean()) fail(file, "/timing_only", "expected true or false");
+    s.timing_only = doc["timing_only"].get<bool>();
+  }
+
+  s.plot.x = s.varied.front();
+  if (doc.contains("plot")) {
+    const ordered_json& p = doc["plot"];
+    if (!p.is_object()) fail(file, "/plot", "expected an object: x, y, log_x, log_y, title");
+    check_keys(p, kPlotKeys, file, "/plot");
+    if (p.contains("x")) {
+      if (!p["x"].is_string()) fail(file, "/plot/x", "expected a varied parameter's name");
+      s.plot.x = p["x"].get<std::string>();
+      if (std::find(s.varied.begin(), s.varied.end(), s.plot.x) == s.varied.end()) {
+        fail(file, "/plot/x",
+             fmt::format("{} is not varied; expected one of {}", s.plot.x,
+                         fmt::join(s.varied, ", ")));
+      }
+    }
+    if (p.contains("y")) {
+      const std::vector<std::string> m = plot_metrics();
+      if (!p["y"].is_string()) fail(file, "/plot/y", "expected a metric's name");
+      s.plot.y = p["y"].get<std::string>();
+      if (std::find(m.begin(), m.end(), s.plot.y) == m.end()) {
+        const std::string near = base::closest_name(s.plot.y, m);
+        fail(file, "/plot/y",
+             fmt::format("unknown metric; expected one of {}{}", fmt::join(m, ", "),
+                         near.empty() ? "" : fmt::format(" (did you mean \"{}\"?)", near)));
+      }
+    }
+    for (const char* key : {"log_x", "log_y"}) {
+      if (!p.contains(key)) continue;
+      if (!p[key].is_boolean()) fail(file, fmt::format("/plot/{}", key), "expected true or false");
+      (std::string(key) == "log_x" ? s.plot.log_x : s.plot.log_y) = p[key].get<bool>();
+    }
+    if (p.contains("title")) {
+      if (!p["title"].is_string()) fail(file, "/plot/title", "expected a string");
+      s.plot.title = p["title"].get<std::string>();
+    }
+  }
+  return s;
+}
+
+namespace {
+
+uint64_t fnv1a(const std::string& text) {
+  uint64_t h = 1469598103934665603ULL;
+  for (unsigned char c : text) {
+    h ^= c;
+    h *= 1099511628211ULL;
+  }
+  return h;
+}
+
+}  // namespace
+
+// The points in output order: per workload, its added base point (if any), then the grid in
+// the file's order, the last axis varying fastest.
+std::vector<Point> expand(const SweepSpec& s, bool timing_only) {
+  size_t per_workload = 1;
+  for (const Axis& a : s.axes) {
+    per_workload *= a.values.size();
+    if (per_workload > kMaxPoints) break;
+  }
+  if (per_workload * s.workloads.size() > kMaxPoints) {
+    fail(s.file, "/grid", fmt::format("more than {} points; split the sweep", kMaxPoints));
+  }
+  const auto& table = config::parameters();
+  std::vector<Point> points;
+  for (size_t w = 0; w < s.workloads.size(); ++w) {
+    std::vector<Point> block;
+    for (size_t flat = 0; flat < per_workload; ++flat) {
+      Point p;
+      p.workload = w;
+      size_t rest = flat;
+      std::vector<size_t> steps(s.axes.size());
+      for (size_t a = s.axes.size(); a-- > 0;) {
+        steps[a] = rest % s.axes[a].values.size();
+        rest /= s.axes[a].values.size();
+      }
+      for (size_t a = 0; a < s.axes.size(); ++a) {
+        for (const std::string& v : s.axes[a].values[steps[a]]) p.values.push_back(v);
+      }
+      block.push_back(std::move(p));
+    }
+    // The base: the first grid point whose varied values are the base arch's, else one added.
+    int base_at = -1;
+    for (size_t i = 0; i < block.size() && base_at < 0; ++i) {
+      bool same = true;
+      for (size_t k = 0; k < s.varied.size() && same; ++k) {
+        const config::Parameter& p = *config::find_parameter(s.varied[k]);
+        config::ArchConfig c = s.base.config;
+        config::set_parameter(c, s.varied[k] + "=" + block[i].values[k]);
+        same = p.get(c) == p.get(s.base.config);
+      }
+      if (same) base_at = static_cast<int>(i);
+    }
+    if (base_at < 0) {
+      Point b;
+      b.workload = w;
+      b.extra_base = true;
+      for (const std::string& name : s.varied) {
+        b.values.push_back(
+            config::parameter_value_text(*config::find_parameter(name), s.base.config));
+      }
+      block.insert(block.begin(), std::move(b));
+      base_at = 0;
+    }
+    block[base_at].base = true;
+    for (Point& p : block) points.push_back(std::move(p));
+  }
+
+  std::vector<std::string> workload_hashes;
+  for (const std::string& path : s.workload_paths) {
+    workload_hashes.push_back(fmt::format("{:016x}", fnv1a(read_input_file(path))));
+  }
+  // Every point's full --set list, checked as the run will check it.
+  for (size_t i = 0; i < points.size(); ++i) {
+    Point& p = points[i];
+    p.index = i;
+    p.id = fmt::format("p{:0{}}", i, points.size() > 1000 ? 5 : 3);
+    p.sets = s.fixed_sets;
+    if (!p.extra_base) {
+      for (size_t k = 0; k < s.varied.size(); ++k)
+        p.sets.push_back(s.varied[k] + "=" + p.values[k]);
+    }
+    config::ArchSpec arch = s.base;
+    try {
+      for (const std::string& set : p.sets) config::set_parameter(arch, set);
+    } catch (const std::invalid_argument& e) {
+      fail(s.file, fmt::format("point {}", p.id), e.what());
+    }
+    if (const std::string e = config::arch_consistency_error(arch.config); !e.empty()) {
+      std::string values;
+      for (size_t k = 0; k < s.varied.size() && !p.extra_base; ++k) {
+        values += fmt::format(" {}={}", s.varied[k], p.values[k]);
+      }
+      fail(s.file, fmt::format("point {} ({})", p.id, values.empty() ? "base" : values.substr(1)),
+           e);
+    }
+    json params = json::object();
+    for (const auto& t : table)
+      params[std::string(t.name)] = config::parameter_value_text(t, arch.config);
+    p.definition = {{"trnsim_version", kVersion},
+                    {"workload", s.workload_paths[p.workload]},
+                    {"workload_fnv1a", workload_hashes[p.workload]},
+                    {"arch", s.arch_arg},
+                    {"sets", p.sets},
+                    {"timing_only", timing_only},
+                    {"arch_parameters", params}};
+  }
+  return points;
+}
+
+}  // namespace trnsim::sim::sweep_internal
