@@ -47,11 +47,9 @@ struct ArchConfig {
 
   // Instruction costs.
   uint32_t min_ii_cycles{};  // MIN_II, in cycles of the engine that runs the instruction
-  // Extra cycles of an instruction that carries a semaphore wait (small or dependent
-  // back-to-back instructions' static overhead).
-  uint32_t dependent_overhead_cycles{};
-  // Cycles the issuing engine spends on a DMA trigger instruction.
-  uint32_t dma_trigger_cycles{};
+  // The issuing engine's time for a DMA trigger instruction (a small register write; D1's
+  // profile shows 8 ns on trn2), converted to the engine's cycles, rounded up.
+  double dma_trigger_ns{};
   uint32_t gpsimd_fixed_cycles{};     // the 150 of iota/affine_select's 150 + N
   uint32_t bn_stats_free_max{};       // bn_stats input limit, elements
   uint32_t sbuf_free_elements_max{};  // Vector/Scalar free size from SBUF
@@ -94,6 +92,10 @@ struct ArchConfig {
   // From a cross-engine semaphore to the DMA starting. Modelled as a pipeline latency from the
   // trigger to the first byte: it does not occupy the DMA engines.
   double dma_start_latency_ns{};
+  // Setting up one transfer on each DMA engine it uses (descriptor processing, one transfer at a
+  // time per engine; A1), before its data moves; it overlaps the data of the engine's previous
+  // transfer. The start latency plus this is a lone transfer's trigger-to-first-byte time.
+  double dma_transfer_setup_ns{};
   // Peak of the core's DMA engines together (theoretical).
   double dma_peak_bytes_per_ns() const { return dma_engines * dma_engine_bytes_per_ns; }
 
@@ -137,6 +139,13 @@ struct ArchConfig {
     double t_refi{};  // refresh interval
     double t_rfc{};   // refresh cycle time (of one bank when per_bank_refresh)
     bool per_bank_refresh{};
+    // The pseudo-channel of an interleave unit is its position in a round over the channels,
+    // permuted per round by an XOR fold of the round number (channel_hash), so that tiles whose
+    // rows sit a whole number of rounds apart do not all start on one channel. Assumption:
+    // Neuron's address map is not public (D2 says only that addresses are interleaved over the
+    // channels); XOR-folding upper address bits into the channel select is what memory
+    // controllers commonly do.
+    bool channel_hash{};
     uint32_t starvation_limit{};  // FR-FCFS: times the oldest request may be bypassed
     uint32_t scheduler_window{};  // FR-FCFS looks at the oldest this many queued requests
     uint32_t banks() const { return bank_groups * banks_per_group; }

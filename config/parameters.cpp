@@ -61,9 +61,7 @@ const std::vector<Parameter> kParameters = {
                  "VectorE transpose block"),
     TRNSIM_PARAM("min_ii_cycles", min_ii_cycles, K::integer, 0, 100000, "cycles",
                  "MIN_II: the shortest instruction"),
-    TRNSIM_PARAM("dependent_overhead_cycles", dependent_overhead_cycles, K::integer, 0, 100000,
-                 "cycles", "extra cost of an instruction with a semaphore wait"),
-    TRNSIM_PARAM("dma_trigger_cycles", dma_trigger_cycles, K::integer, 0, 100000, "cycles",
+    TRNSIM_PARAM("dma_trigger_ns", dma_trigger_ns, K::real, 0, 1e6, "ns",
                  "a DMA trigger on the issuing engine"),
     TRNSIM_PARAM("pipeline.tensor_latency_cycles", result_latency_cycles[0], K::integer, 0, 100000,
                  "cycles", "TensorE: results committed this long after its initiation interval"),
@@ -110,6 +108,8 @@ const std::vector<Parameter> kParameters = {
                  "fixed cost per DMA descriptor"),
     TRNSIM_PARAM("dma_start_latency_ns", dma_start_latency_ns, K::real, 0, 1e7, "ns",
                  "trigger to first byte of a DMA"),
+    TRNSIM_PARAM("dma_transfer_setup_ns", dma_transfer_setup_ns, K::real, 0, 1e7, "ns",
+                 "a DMA engine's setup of one transfer (one at a time per engine)"),
     TRNSIM_PARAM("dma_chunk_bytes", dma_chunk_bytes, K::integer, 64, 1 << 24, "bytes",
                  "DMA engine chunk between queue arbitrations"),
     TRNSIM_PARAM("dma_engine_outstanding_chunks", dma_engine_outstanding_chunks, K::integer, 1,
@@ -159,6 +159,8 @@ const std::vector<Parameter> kParameters = {
     TRNSIM_PARAM("hbm.t_rfc", hbm.t_rfc, K::real, 0, 1e6, "ns", "refresh cycle time"),
     TRNSIM_PARAM("hbm.per_bank_refresh", hbm.per_bank_refresh, K::flag, 0, 1, "",
                  "refresh one bank at a time"),
+    TRNSIM_PARAM("hbm.channel_hash", hbm.channel_hash, K::flag, 0, 1, "",
+                 "permute the pseudo-channels per round of the interleave (XOR fold)"),
     TRNSIM_PARAM("hbm.starvation_limit", hbm.starvation_limit, K::integer, 1, 1 << 20, "decisions",
                  "FR-FCFS: bypasses of the oldest request"),
     TRNSIM_PARAM("hbm.scheduler_window", hbm.scheduler_window, K::integer, 1, 1 << 20, "requests",
@@ -235,6 +237,16 @@ std::vector<std::string> parameter_names() {
 
 std::string unknown_parameter_text(const std::string& name) {
   // Parameters that were dropped, and what to set instead.
+  if (name == "dependent_overhead_cycles") {
+    return "no longer a parameter: a dependent instruction now waits for its producer's results "
+           "(pipeline.*_latency_cycles) and the semaphore's wake latency "
+           "(pipeline.semaphore_local_ns, pipeline.semaphore_cross_engine_ns, "
+           "pipeline.dma_completion_wake_ns) instead of a fixed overhead";
+  }
+  if (name == "dma_trigger_cycles") {
+    return "no longer a parameter: set dma_trigger_ns (the trigger's time on the issuing engine, "
+           "in ns) instead";
+  }
   if (name == "hbm_bytes_per_ns") {
     return "no longer a parameter: a core's share of the HBM bandwidth (the MBU denominator) is "
            "derived as hbm.stack_bytes_per_ns / hbm.cores_per_stack; set hbm.stack_bytes_per_ns "

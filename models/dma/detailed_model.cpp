@@ -27,8 +27,8 @@ void DetailedMemoryModel::schedule(Picoseconds t, EventKind kind, uint32_t id) {
   events_.push(t, kind, id);
 }
 
-void DetailedMemoryModel::on_submit(uint32_t id, Picoseconds issued) {
-  schedule(issued + from_ns(arch_.dma_start_latency_ns), EventKind::transfer_ready, id);
+void DetailedMemoryModel::on_submit(uint32_t id, Picoseconds ready) {
+  schedule(ready, EventKind::transfer_ready, id);
 }
 
 void DetailedMemoryModel::run_until(Picoseconds horizon) {

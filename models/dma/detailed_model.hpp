@@ -33,7 +33,7 @@ class DetailedMemoryModel final : public MemoryModel {
   }
 
  private:
-  void on_submit(uint32_t id, Picoseconds issued) override;
+  void on_submit(uint32_t id, Picoseconds ready) override;
   static constexpr uint32_t kNone = UINT32_MAX;
   enum class EventKind : uint8_t { transfer_ready, engine_free, hbm_decide, chunk_done };
   struct EnginePart {  // one engine's share of one transfer

@@ -57,8 +57,8 @@ Picoseconds FlowMemoryModel::next_event_time() const {
   return Picoseconds(std::min({heap, next_finish_, pending}));
 }
 
-void FlowMemoryModel::on_submit(uint32_t id, Picoseconds issued) {
-  schedule(issued + from_ns(arch_.dma_start_latency_ns), EventKind::transfer_ready, id);
+void FlowMemoryModel::on_submit(uint32_t id, Picoseconds ready) {
+  schedule(ready, EventKind::transfer_ready, id);
 }
 
 void FlowMemoryModel::run_until(Picoseconds horizon) {
@@ -113,22 +113,26 @@ void FlowMemoryModel::spread(const DmaTransfer& t, bool write, uint64_t first, u
   const uint64_t unit = std::max(1u, arch_.hbm.interleave_bytes);
   const uint64_t period = unit * channels_;
   const uint64_t base = (t.core % cores_per_stack_) * core_bytes_;
-  // Only the position within one round over the pseudo-channels matters.
+  // Unit by unit through the address map (HbmModel::channel_of_unit), except whole aligned
+  // rounds over the pseudo-channels, which put `unit` bytes on every channel (the channel hash
+  // permutes a round).
   auto range = [&](uint64_t a, uint64_t len, uint64_t weight) {
-    if (len >= period) {  // whole rounds over every pseudo-channel
-      const uint64_t rounds = len / period;
-      for (uint64_t& b : channel_bytes_) b += weight * rounds * unit;
-      len -= rounds * period;
-    }
-    a = (a + base) % period;
-    uint64_t c = a / unit;
-    uint64_t in_unit = a - c * unit;
+    const uint64_t g = a + base;
+    uint64_t u = g / unit;
+    uint64_t in_unit = g - u * unit;
     while (len > 0) {
+      if (in_unit == 0 && u % channels_ == 0 && len >= period) {
+        const uint64_t rounds = len / period;
+        for (uint64_t& b : channel_bytes_) b += weight * rounds * unit;
+        len -= rounds * period;
+        u += rounds * channels_;
+        continue;
+      }
       const uint64_t take = std::min(len, unit - in_unit);
-      channel_bytes_[c] += weight * take;
+      channel_bytes_[hbm_.channel_of_unit(u)] += weight * take;
       len -= take;
       in_unit = 0;
-      if (++c == channels_) c = 0;
+      ++u;
     }
   };
   // A transposing transfer reads its HBM block in descriptor order: one contiguous range.

@@ -2,7 +2,8 @@
 // the detailed model of detailed_model.hpp), behind MemoryModel (memory_model.hpp). Plain C++.
 //
 // What it keeps of the detailed model's transfer semantics:
-//   - a transfer is ready dma_start_latency_ns after its trigger (a latency that holds nothing);
+//   - a transfer is ready when MemoryModel::submit says (its start latency, then the setup of
+//     each DMA engine it uses, one transfer at a time per engine);
 //   - its partitions are spread over plan.engines engines from plan.first_engine (plan_transfer
 //     as is); each engine's part goes to the engine's hardware queue queue % queues_per_engine,
 //     and a hardware queue works its parts in order;
@@ -75,7 +76,7 @@ class FlowMemoryModel final : public MemoryModel {
   const HbmCounters& hbm_counters() const override { return counters_; }
 
  private:
-  void on_submit(uint32_t id, Picoseconds issued) override;
+  void on_submit(uint32_t id, Picoseconds ready) override;
   static constexpr uint32_t kNone = UINT32_MAX;
   enum class EventKind : uint8_t { transfer_ready, transfer_done };
   // Descriptors per part the pseudo-channel spread is computed from, at most.

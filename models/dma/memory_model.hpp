@@ -5,8 +5,11 @@
 //     engines, 256-byte HBM pieces through FR-FCFS schedulers (models/hbm);
 //   - FlowMemoryModel (models/dma/flow_model.hpp): transfers as fluid flows sharing the engines
 //     and the HBM pseudo-channels, a few events per transfer.
-// Both keep the same transfer semantics: a transfer is ready dma_start_latency_ns after its
-// trigger (D2's 1.3 us, a pipeline latency that holds no engine), is spread as its DmaPlan says
+// Both keep the same transfer semantics: a transfer is ready for its data dma_start_latency_ns
+// after its trigger (a pipeline latency that holds nothing) plus the setup of each DMA engine it
+// uses (dma_transfer_setup_ns: descriptor processing; A1: "each DMA engine can process one DMA
+// transfer at a time", so an engine sets up one transfer after another, while moving the data of
+// the one before); it is spread as its DmaPlan says
 // (models/dma/dma_plan.hpp), and completes in order within its queue (D1); the SystemC shell
 // (models/systemc/memory_system_module.hpp) delivers completions and raises the semaphores.
 #pragma once
@@ -71,14 +74,19 @@ class MemoryModel {
   // `max_transfers`: how many transfers the run will submit (sizes the tables up front, so that
   // the event path does not allocate).
   MemoryModel(const config::ArchConfig& arch, uint32_t cores, size_t max_transfers);
-  // Transfer `id` of book_ was triggered at `issued`.
-  virtual void on_submit(uint32_t id, Picoseconds issued) = 0;
+  // Transfer `id` of book_ is ready for its data to move at `ready`.
+  virtual void on_submit(uint32_t id, Picoseconds ready) = 0;
 
   const config::ArchConfig& arch_;
   uint32_t cores_;
   Picoseconds lookahead_;
   HbmModel hbm_;
   TransferBook book_;
+
+ private:
+  // When each DMA engine (core * dma_engines + engine) finishes setting up its last transfer.
+  std::vector<Picoseconds> setup_free_;
+  Picoseconds start_latency_, setup_;
 };
 
 // The model arch.dma_flow_model asks for.

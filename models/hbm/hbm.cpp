@@ -37,6 +37,8 @@ HbmModel::HbmModel(const config::ArchConfig& arch, uint32_t stacks)
   if (t_refi_.value > 0) refi_reciprocal_ = UINT64_MAX / static_cast<uint64_t>(t_refi_.value);
   div_.interleave = Divisor(hbm_.interleave_bytes);
   div_.channels = Divisor(hbm_.pseudo_channels);
+  while ((uint64_t{1} << channel_bits_) < hbm_.pseudo_channels) ++channel_bits_;
+  channel_mask_ = (uint64_t{1} << channel_bits_) - 1;
   div_.units_per_row = Divisor(hbm_.row_bytes / hbm_.interleave_bytes);
   div_.bank_groups = Divisor(hbm_.bank_groups);
   div_.banks_per_group = Divisor(hbm_.banks_per_group);
@@ -70,7 +72,7 @@ HbmLocation HbmModel::locate(uint32_t core, uint64_t address) const {
   // (Shifts and masks when the sizes are powers of two, as the presets' are.)
   uint64_t u = div_.interleave.div(global);
   HbmLocation loc;
-  loc.channel = stack * hbm_.pseudo_channels + static_cast<uint32_t>(div_.channels.mod(u));
+  loc.channel = stack * hbm_.pseudo_channels + channel_of_unit(u);
   u = div_.channels.div(u);
   u = div_.units_per_row.div(u);
   const uint64_t group_bits = div_.bank_groups.mod(u);

@@ -75,6 +75,16 @@ class HbmModel {
 
   HbmLocation locate(uint32_t core, uint64_t address) const;
 
+  // The pseudo-channel (within its stack) of interleave unit `unit` (address / interleave_bytes,
+  // cores' address spaces side by side as locate() places them): its position `unit mod
+  // channels` in its round, permuted by the round (hbm.channel_hash). Shared with the flow
+  // model, which spreads a transfer's bytes over the channels the same way.
+  uint32_t channel_of_unit(uint64_t unit) const {
+    const uint64_t position = div_.channels.mod(unit);
+    if (!hbm_.channel_hash) return static_cast<uint32_t>(position);
+    return static_cast<uint32_t>(div_.channels.mod(position ^ round_hash(div_.channels.div(unit))));
+  }
+
   // Queues the bytes [address, address + bytes) of `core` for reading or writing, arriving
   // at the controllers half the path latency after `at`. Calls need_decision(channel, time)
   // for every pseudo-channel that was idle and now needs its scheduler to run. Returns the
@@ -94,6 +104,16 @@ class HbmModel {
   size_t queued(uint32_t channel) const { return channels_[channel].queue.size(); }
 
  private:
+  // An XOR fold of `round` in fields as wide as the channel count's bits (channels a power of two:
+  // the result permutes the channels; otherwise it is reduced mod channels, still spreading).
+  uint64_t round_hash(uint64_t round) const {
+    uint64_t h = 0;
+    for (; round != 0; round >>= channel_bits_) h ^= round & channel_mask_;
+    return h;
+  }
+  uint32_t channel_bits_ = 1;
+  uint64_t channel_mask_ = 1;
+
   struct Piece {
     Picoseconds arrival;
     uint64_t row = 0;

@@ -23,15 +23,19 @@ bool all_operands(const isa::Instruction& in, bool (*pred)(const isa::AccessPatt
 bool tensor_tensor_fast_path(const isa::Instruction& in) {
   const auto& a = in.src[0];
   const auto& b = in.src[1];
-  const bool placement = (a.memory == Memory::sbuf && b.memory == Memory::sbuf) ||
-                         (a.memory == Memory::sbuf && b.memory == Memory::psum) ||
-                         (a.memory == Memory::psum && b.memory == Memory::sbuf);
+  // I1 lists two rows for max(MIN_II, N): one input in PSUM and the other in SBUF (with no
+  // condition on dtype or op: the evacuation of matmul results), and both in SBUF with every
+  // operand bf16, op add/subtract/multiply and stride 1.
+  const bool psum_and_sbuf = (a.memory == Memory::sbuf && b.memory == Memory::psum) ||
+                             (a.memory == Memory::psum && b.memory == Memory::sbuf);
+  if (psum_and_sbuf) return true;
+  const bool both_sbuf = a.memory == Memory::sbuf && b.memory == Memory::sbuf;
   const bool all_bf16 =
       a.dtype == DType::bf16 && b.dtype == DType::bf16 && in.dst.dtype == DType::bf16;
   const bool op = in.op0 == AluOp::add || in.op0 == AluOp::subtract || in.op0 == AluOp::multiply;
   const bool stride_one =
       a.innermost_stride_one() && b.innermost_stride_one() && in.dst.innermost_stride_one();
-  return placement && all_bf16 && op && stride_one;
+  return both_sbuf && all_bf16 && op && stride_one;
 }
 
 uint32_t vector_perf_mode(const isa::Instruction& in, const config::ArchConfig& arch) {
@@ -62,7 +66,7 @@ Cycles instruction_cycles(const isa::Instruction& in, const config::ArchConfig& 
   switch (in.opcode) {
     case Opcode::dma_copy:
     case Opcode::dma_transpose:
-      c = arch.dma_trigger_cycles;
+      c = static_cast<uint64_t>(std::ceil(arch.dma_trigger_ns * arch.mhz(in.engine) / 1000.0));
       // D2: a hardware-generated (DGE) DMA instruction costs about 600 ns on v3, in the issuing
       // engine's cycles, rounded up.
       if (in.dma_dge) {
@@ -187,7 +191,6 @@ Cycles instruction_cycles(const isa::Instruction& in, const config::ArchConfig& 
       c = arch.gpsimd_fixed_cycles + n;
       break;
   }
-  if (!in.waits.empty()) c += arch.dependent_overhead_cycles;
   return Cycles(c);
 }
 

@@ -12,8 +12,9 @@
 namespace trnsim::models {
 
 // Cycles of the instruction's engine from the start of the instruction to the point where the
-// engine can start the next one (the "back to back" cost of I1), including the static
-// overhead of a dependent instruction.
+// engine can start the next one (the "back to back" cost of I1): its initiation interval. When
+// its results are committed, and what a dependent instruction waits for, is the pipeline's
+// (models/neuroncore/pipeline.hpp).
 Cycles instruction_cycles(const isa::Instruction& in, const config::ArchConfig& arch);
 
 // The same in picoseconds of the instruction's engine clock.
@@ -24,8 +25,9 @@ inline Picoseconds instruction_time(Cycles cycles, const isa::Instruction& in,
   return to_picoseconds(cycles, arch.mhz(in.engine));
 }
 
-// True when tensor_tensor takes the documented fast path: inputs in SBUF (or one in PSUM and
-// one in SBUF), all operands bf16, op add/subtract/multiply, innermost stride 1.
+// True when tensor_tensor takes the documented fast path, max(MIN_II, N) (I1): one input in
+// PSUM and the other in SBUF, whatever the dtype and op; or both in SBUF with every operand
+// bf16, op add/subtract/multiply and innermost stride 1.
 bool tensor_tensor_fast_path(const isa::Instruction& in);
 
 // The v3 VectorE performance mode an instruction runs in (A2): 4, 2, or 1 (none).

@@ -28,12 +28,12 @@ EngineModule::EngineModule(sc_core::sc_module_name name, Engine engine, NeuronCo
     steps_.push_back(c);
   }
   SC_THREAD(run);
-  SC_THREAD(writeback);
   // The functional model runs on this thread: Eigen's matrix products put their blocking
   // buffers on the stack (up to EIGEN_STACK_ALLOCATION_LIMIT, 128 KiB), more than SystemC's
   // default coroutine stack holds once a matmul contracts over 256 partitions (it crashed).
   // The stack is reserved, not committed: untouched pages cost nothing.
-  set_stack_size(kEngineStackBytes);
+  set_stack_size(kEngineStackBytes);  // of the process just declared: run
+  SC_THREAD(writeback);  // applies semaphore updates only: the default stack
 }
 
 bool EngineModule::finished() const {

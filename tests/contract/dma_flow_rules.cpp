@@ -34,8 +34,14 @@ using trnsim::models::plan_transfer;
 namespace {
 
 trnsim::config::ArchConfig flow_arch() {
+  // Fixed rule figures, as tests/contract/dma_hbm_rules.cpp's: 27 B/ns, 27 ns per descriptor,
+  // 1.3 us start latency and no per-engine setup, no channel hash.
   auto arch = trnsim::config::trn2();
+  arch.dma_engine_bytes_per_ns = 27.0;
   arch.dma_descriptor_overhead_ns = 27.0;
+  arch.dma_start_latency_ns = 1300.0;
+  arch.dma_transfer_setup_ns = 0.0;
+  arch.hbm.channel_hash = false;
   arch.dma_flow_model = true;
   return arch;
 }

@@ -4,6 +4,8 @@
 // descriptor, 2 KiB chunks, 1300 ns start latency; HBM timing in isa/arch.cpp.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
+#include <cmath>
 #include <memory>
 #include <utility>
 #include <vector>
@@ -34,12 +36,17 @@ using trnsim::models::plan_transfer;
 using trnsim::models::RowOutcome;
 
 namespace {
-// The per-descriptor cost is an assumption (26 ns in the trn2 preset, 89 ns in trn1); the rule
-// tests below pin the rules with it set to 27 ns so that their worked figures do not depend on
-// that choice. The D2 shape and streaming tests use the presets as they are.
+// The rule tests below pin the rules with fixed figures, so that their worked examples do not
+// depend on the presets' choices: an engine at 27 B/ns with 27 ns per descriptor, a 1.3 us start
+// latency (D2's figure in one piece) and no per-engine setup, the plain interleave over the
+// pseudo-channels (no channel hash). The D1/D2 shape and streaming tests use the presets.
 trnsim::config::ArchConfig trn2_with_27ns_descriptors() {
   auto arch = trnsim::config::trn2();
+  arch.dma_engine_bytes_per_ns = 27.0;
   arch.dma_descriptor_overhead_ns = 27.0;
+  arch.dma_start_latency_ns = 1300.0;
+  arch.dma_transfer_setup_ns = 0.0;
+  arch.hbm.channel_hash = false;
   return arch;
 }
 }  // namespace
@@ -141,19 +148,47 @@ TEST_CASE("DMA runs under 256 bytes per partition reach under 30% of the engine 
   CHECK(engine_bytes_per_ns(b254) > 0.25 * 27.0);
 }
 
-TEST_CASE("DMA runs of 4 KiB per partition reach 85% of the engine bandwidth", "[contract][dma]") {
+TEST_CASE("a trn2 DMA engine moves runs of 256 bytes and longer near D2's sustained 23 B/ns",
+          "[contract][dma]") {
+  // D1's two measured transfers give 23.2 B/ns and about 1 ns per descriptor on trn2 (the
+  // preset's sources): an engine's own cost hardly depends on the run length; small DMAs are
+  // slow through their fixed costs (start latency, per-engine setup), not their descriptors.
   const auto arch = trnsim::config::trn2();
-  // D2: 4 KiB or more per partition saturates; the sustained figure is 23 of 27 B/ns (85%).
-  // 4096 / (27 + 4096 / 27) = 22.92 B/ns, 84.9%.
+  // 4 KiB runs: 4096 / (1 + 4096 / 23.2) = 23.07 B/ns.
   const DmaPlan b4k = plan_transfer(load(128, 2048), arch);
-  CHECK(engine_bytes_per_ns(b4k) >= 0.848 * 27.0);
-  // 2 KiB, D2's recommended minimum, sits between the two (2048 / 102.85 ns = 19.9 B/ns).
-  const DmaPlan b2k = plan_transfer(load(128, 1024), arch);
-  CHECK(engine_bytes_per_ns(b2k) > 0.70 * 27.0);
-  CHECK(engine_bytes_per_ns(b2k) < engine_bytes_per_ns(b4k));
-  // 16 KiB is closer still to the theoretical 27 B/ns.
-  const DmaPlan b16k = plan_transfer(load(128, 8192), arch);
-  CHECK(engine_bytes_per_ns(b16k) >= 0.95 * 27.0);
+  CHECK(engine_bytes_per_ns(b4k) == Approx(23.07).epsilon(0.001));
+  // 256-byte runs: 256 / (1 + 256 / 23.2) = 21.28 B/ns.
+  const DmaPlan b256 = plan_transfer(load(128, 128), arch);
+  CHECK(engine_bytes_per_ns(b256) == Approx(21.28).epsilon(0.001));
+  CHECK(engine_bytes_per_ns(b256) < engine_bytes_per_ns(b4k));
+}
+
+TEST_CASE("each DMA engine sets up one transfer at a time, overlapping the previous one's data",
+          "[contract][dma]") {
+  auto arch = trn2_with_27ns_descriptors();
+  arch.dma_start_latency_ns = 200;
+  arch.dma_transfer_setup_ns = 800;
+  // A lone transfer: its data starts after the start latency and the setup.
+  trnsim_test::DmaBench lone(arch);
+  lone.add(load(8, 2048));
+  lone.run();
+  CHECK(lone.start(0) == Picoseconds(1000000));
+  // Three small transfers on one engine, triggered together: setups run one after another
+  // (ready at 1.0, 1.8, 2.6 us), each transfer's data (8 x (27 + 256/27) ns = 291.9 ns) moving
+  // while the next is set up.
+  trnsim_test::DmaBench three(arch);
+  for (uint16_t q = 0; q < 3; ++q) three.add(load(8, 128, q * 4096ULL, 0, q));
+  three.run();
+  CHECK(three.start(0) == Picoseconds(1000000));
+  CHECK(three.start(1) == Picoseconds(1800000));
+  CHECK(three.start(2) == Picoseconds(2600000));
+  // Transfers on other engines are set up in parallel.
+  trnsim_test::DmaBench apart(arch);
+  apart.add(load(8, 128, 0, 0, 0));
+  apart.add(load(8, 128, 4096, 8, 1));
+  apart.run();
+  CHECK(apart.start(0) == Picoseconds(1000000));
+  CHECK(apart.start(1) == Picoseconds(1000000));
 }
 
 TEST_CASE("strided DMA patterns cost one descriptor per contiguous run", "[contract][dma]") {
@@ -188,7 +223,7 @@ TEST_CASE("strided DMA patterns cost one descriptor per contiguous run", "[contr
 
 TEST_CASE("a DMA transpose runs at 90% of copy throughput from HBM and 50% from SBUF",
           "[contract][dma]") {
-  const auto arch = trnsim::config::trn2();
+  const auto arch = trn2_with_27ns_descriptors();
   Instruction from_hbm = load(128, 2048);
   from_hbm.dma_transpose = true;
   CHECK(plan_transfer(from_hbm, arch).engine_bytes_per_ns == Approx(0.9 * 27.0));
@@ -202,7 +237,8 @@ TEST_CASE("a hardware-generated (DGE) DMA instruction costs 600 ns on the issuin
           "[contract][dma]") {
   const auto arch = trnsim::config::trn2();
   Instruction in = load(128, 2048);
-  CHECK(trnsim::models::instruction_cycles(in, arch).value == 64);
+  // A plain trigger: 8 ns, 10 SyncE cycles.
+  CHECK(trnsim::models::instruction_cycles(in, arch).value == 10);
   in.dma_dge = true;
   // 600 ns at SyncE's 1.2 GHz: 720 cycles.
   CHECK(trnsim::models::instruction_cycles(in, arch).value == 720);
@@ -352,7 +388,7 @@ TEST_CASE("HBM FR-FCFS: a younger row hit goes before an older row conflict", "[
 
 TEST_CASE("HBM address map interleaves 256-byte units over pseudo-channels, then rows",
           "[contract][hbm]") {
-  const auto arch = trnsim::config::trn2();
+  const auto arch = trn2_with_27ns_descriptors();  // no channel hash
   HbmModel hbm(arch, 1);
   CHECK(hbm.locate(0, 0).channel == 0);
   CHECK(hbm.locate(0, 255).channel == 0);
@@ -368,6 +404,32 @@ TEST_CASE("HBM address map interleaves 256-byte units over pseudo-channels, then
   // The second core of the stack has its own address space on the same channels and banks.
   CHECK(hbm.locate(1, 0).channel == 0);
   CHECK(hbm.locate(1, 0).row != hbm.locate(0, 0).row);
+}
+
+TEST_CASE("the HBM channel hash permutes the pseudo-channels per round of the interleave",
+          "[contract][hbm]") {
+  const auto arch = trnsim::config::trn2();  // hbm.channel_hash on: 32 pseudo-channels, 256 B
+  REQUIRE(arch.hbm.channel_hash);
+  HbmModel hbm(arch, 1);
+  const uint64_t round = 32 * 256;
+  // Every round still visits each pseudo-channel once.
+  for (uint64_t r : {0ULL, 1ULL, 5ULL, 1000ULL}) {
+    std::vector<bool> seen(32, false);
+    for (uint64_t u = 0; u < 32; ++u) seen[hbm.locate(0, r * round + u * 256).channel] = true;
+    CHECK(std::count(seen.begin(), seen.end(), true) == 32);
+  }
+  // Round r is permuted by r's XOR fold: round 0 as is, round 1 shifted by XOR 1.
+  CHECK(hbm.locate(0, 0).channel == 0);
+  CHECK(hbm.locate(0, round).channel == 1);
+  CHECK(hbm.locate(0, round + 256).channel == 0);
+  // Rows of a tile a whole number of rounds apart (16 KiB = 2 rounds) start on 8 different
+  // channels over 8 rows, instead of all on channel 0 without the hash.
+  std::vector<bool> first(32, false);
+  for (uint64_t row = 0; row < 8; ++row) first[hbm.locate(0, row * 2 * round).channel] = true;
+  CHECK(std::count(first.begin(), first.end(), true) == 8);
+  // Where a unit sits in its row and bank is the hash's business no more than before.
+  CHECK(hbm.locate(0, round).row == 0);
+  CHECK(hbm.locate(0, round).bank == hbm.locate(0, 0).bank);
 }
 
 // ---- DMA engines and queues -------------------------------------------------------------------
@@ -503,42 +565,39 @@ TEST_CASE("streaming 64 MiB HBM->SBUF reaches at least 90% of the per-core limit
 
 TEST_CASE("two trn2 cores streaming from one HBM stack slow each other down",
           "[contract][dma][hbm]") {
-  const auto arch = trnsim::config::trn2();
+  // A stack of 600 GB/s (a what-if below trn2's 725): two cores' 2 x 371 GB/s of DMA engines
+  // ask for more than it gives. (With the preset, 742 against 725 GB/s, they barely contend.)
+  auto arch = trnsim::config::trn2();
+  arch.hbm.stack_bytes_per_ns = 600;
   const auto alone = stream(arch, 65536, 32ULL << 20, 1);
   const auto pair = stream(arch, 65536, 32ULL << 20, 2);
   const double peak = pair->memory->hbm().stack_peak_bytes_per_ns();
-  CHECK(peak == Approx(725).epsilon(0.01));
-  // Together they ask for 2 x 432 GB/s of a 725 GB/s stack: HBM-bound, each core slower.
+  CHECK(peak == Approx(600).epsilon(0.01));
+  // Together HBM-bound, each core slower than alone.
   CHECK(pair->bytes_per_ns() >= 0.90 * peak);
   CHECK(pair->bytes_per_ns() <= peak);
   CHECK(pair->bytes_per_ns() / 2 < 0.9 * alone->bytes_per_ns());
 }
 
-TEST_CASE("DMA efficiency against bytes per partition has the documented shape",
+TEST_CASE("DMA throughput against bytes per partition follows D1's measured curve",
           "[contract][dma]") {
-  // D2: under 256 B per partition is badly overhead-bound, 2 KiB is the recommended minimum,
-  // 4 KiB or more saturates (23 of 27 B/ns sustained).
+  // D1 (trn2, p_dim = 128): throughput against bytes per partition, relative to its 32 KiB
+  // point, read off the chart (docs/validation.md): it doubles with size up to 1 KiB (a fixed
+  // time per transfer dominates), 81.5% at 2 KiB, saturated from 4 KiB. D2 says the same in
+  // words: under 256 B badly overhead-bound, 2 KiB the minimum, 4 KiB saturates. Transfers
+  // streamed back to back on two queues, as the chart's benchmark is taken to do.
   const auto arch = trnsim::config::trn2();
-  std::vector<std::pair<uint64_t, double>> curve;
-  for (uint64_t bytes = 64; bytes <= 65536; bytes *= 2) {
-    const auto b = stream(arch, bytes, 8ULL << 20);
-    curve.emplace_back(bytes, steady_bytes_per_ns(*b) / arch.dma_peak_bytes_per_ns());
+  const std::vector<std::pair<uint64_t, double>> d1 = {
+      {64, 0.026}, {128, 0.053}, {256, 0.103}, {512, 0.209}, {1024, 0.424},
+      {2048, 0.815}, {4096, 0.966}, {8192, 0.983}, {16384, 0.990}};
+  const double top = steady_bytes_per_ns(*stream(arch, 32768, 8ULL << 20));
+  double previous = 0;
+  for (const auto& [bytes, measured] : d1) {
+    const double relative = steady_bytes_per_ns(*stream(arch, bytes, 8ULL << 20)) / top;
+    INFO(bytes << " B per partition: trnsim " << relative << ", D1 " << measured);
+    CHECK(relative >= previous - 0.01);  // never slower with larger transfers
+    // Within a tenth of D1's value or 2 points, whichever is larger.
+    CHECK(std::abs(relative - measured) <= std::max(0.1 * measured, 0.02) + 1e-9);
+    previous = relative;
   }
-  for (size_t i = 1; i < curve.size(); ++i) {
-    INFO(curve[i].first << " B per partition");
-    CHECK(curve[i].second >= curve[i - 1].second - 0.01);
-  }
-  auto at = [&](uint64_t bytes) {
-    for (const auto& [b, e] : curve) {
-      if (b == bytes) return e;
-    }
-    return -1.0;
-  };
-  CHECK(at(64) < 0.10);
-  CHECK(at(128) < 0.20);
-  CHECK(at(256) < 0.30);
-  CHECK(at(2048) > 0.65);
-  CHECK(at(2048) < 0.85);
-  CHECK(at(4096) >= 0.80);
-  CHECK(at(65536) >= 0.95);
 }

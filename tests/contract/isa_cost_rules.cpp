@@ -2,7 +2,7 @@
 // does not cover (the opcode table in isa/instruction.cpp, docs/isa.md), and for the shared
 // ports an instruction holds (models::ports_of). Every expected value is worked out by hand
 // from the documented formula and the preset's parameters: MIN_II = 64 cycles, GpSimd fixed
-// cost = 150 cycles, dependent overhead = 100 cycles, DMA trigger = 64 cycles; trn1 clocks
+// cost = 150 cycles, DMA trigger = 8 ns; trn1 clocks
 // TensorE 2800, VectorE 1120, ScalarE/GpSimdE/SyncE 1400 MHz; trn2 2400, 960, 1200 MHz.
 //
 // The plain I1 formulas are checked on trn1 (no VectorE performance modes); rules that only
@@ -331,10 +331,10 @@ TEST_CASE("nop costs MIN_II", "[contract][cost]") {
     CHECK(cycles(base(Opcode::nop, e)) == 64);
     CHECK(trn2_cycles(base(Opcode::nop, e)) == 64);
   }
-  // A nop that waits pays the dependent-instruction overhead, like any other instruction.
+  // A wait adds nothing to the interval (the pipeline's wake latency is separate).
   Instruction fence = base(Opcode::nop, Engine::sync);
   fence.waits.push_back(SemaphoreWait{0, 1});
-  CHECK(cycles(fence) == 164);
+  CHECK(cycles(fence) == 64);
   // 64 cycles at 1120 MHz (trn1 VectorE) = 57142.9 ps -> 57143 ps.
   CHECK(instruction_time(base(Opcode::nop, Engine::vector), trnsim::config::trn1()) ==
         Picoseconds(57143));
@@ -343,16 +343,17 @@ TEST_CASE("nop costs MIN_II", "[contract][cost]") {
 // ---------------------------------------------------------------------------------------------
 // DMA
 
-TEST_CASE("dma_transpose costs dma_trigger_cycles on the issuing engine", "[contract][cost]") {
-  CHECK(cycles(dma_transpose_from_hbm(32, 64)) == 64);
-  CHECK(trn2_cycles(dma_transpose_from_hbm(128, 128)) == 64);
-  CHECK(trn2_cycles(dma_transpose_sbuf(128, 128)) == 64);
+TEST_CASE("dma_transpose costs dma_trigger_ns on the issuing engine", "[contract][cost]") {
+  // 8 ns: trn1 SyncE at 1400 MHz = 11.2 -> 12 cycles; trn2 at 1200 MHz = 9.6 -> 10 cycles.
+  CHECK(cycles(dma_transpose_from_hbm(32, 64)) == 12);
+  CHECK(trn2_cycles(dma_transpose_from_hbm(128, 128)) == 10);
+  CHECK(trn2_cycles(dma_transpose_sbuf(128, 128)) == 10);
   Instruction from_act = dma_transpose_from_hbm(32, 64);
   from_act.engine = Engine::scalar;
-  // trn2 ScalarE: 64 cycles at 1200 MHz = 53333.3 ps -> 53334 ps.
-  CHECK(instruction_time(from_act, trnsim::config::trn2()) == Picoseconds(53334));
+  // trn2 ScalarE: 10 cycles at 1200 MHz = 8333.3 ps -> 8334 ps.
+  CHECK(instruction_time(from_act, trnsim::config::trn2()) == Picoseconds(8334));
   ArchConfig slow = trnsim::config::trn2();
-  slow.dma_trigger_cycles = 120;
+  slow.dma_trigger_ns = 100;
   CHECK(instruction_cycles(dma_transpose_from_hbm(32, 64), slow) == Cycles(120));
 }
 
@@ -362,34 +363,38 @@ TEST_CASE(
     "[contract][cost][dma]") {
   for (const ArchConfig& arch : {trnsim::config::trn1(), trnsim::config::trn2()}) {
     INFO(arch.name);
-    // A plain copy runs at the engine's 27 B/ns.
+    const double rate = arch.dma_engine_bytes_per_ns;  // trn1 27, trn2 23.2 B/ns
+    // A plain copy runs at the engine's rate.
     const auto copy = plan_transfer(dma_copy(hbm_ap(DType::bf16, 0, 128, 1024, {{1, 1024}}),
                                              sbuf_ap(DType::bf16, 0, 128, 0, {{1, 1024}})),
                                     arch);
-    CHECK(copy.engine_bytes_per_ns == Approx(27.0));
-    // From HBM: 0.9 x 27 = 24.3 B/ns.
+    CHECK(copy.engine_bytes_per_ns == Approx(rate));
+    // From HBM: 90% of it.
     const auto from_hbm = plan_transfer(dma_transpose_from_hbm(128, 1024), arch);
-    CHECK(from_hbm.engine_bytes_per_ns == Approx(24.3));
-    // SBUF to SBUF: 0.5 x 27 = 13.5 B/ns.
+    CHECK(from_hbm.engine_bytes_per_ns == Approx(0.9 * rate));
+    // SBUF to SBUF: 50%.
     const auto sbuf = plan_transfer(dma_transpose_sbuf(128, 128), arch);
-    CHECK(sbuf.engine_bytes_per_ns == Approx(13.5));
+    CHECK(sbuf.engine_bytes_per_ns == Approx(0.5 * rate));
     // A dma_copy flagged to go through the transpose unit is charged alike.
     Instruction flagged = dma_copy(hbm_ap(DType::bf16, 0, 128, 1024, {{1, 1024}}),
                                    sbuf_ap(DType::bf16, 0, 128, 0, {{1, 1024}}));
     flagged.dma_transpose = true;
-    CHECK(plan_transfer(flagged, arch).engine_bytes_per_ns == Approx(24.3));
+    CHECK(plan_transfer(flagged, arch).engine_bytes_per_ns == Approx(0.9 * rate));
   }
-  // The engine time follows the rate. trn2, HBM [64 x 128] bf16 -> SBUF [128 x 64]: 128
-  // partitions over 16 engines, 8 each; one descriptor per partition (the destination's run,
-  // 64 elements = 128 B).
+  // The engine time follows the rate. At 27 B/ns and 26 ns per descriptor, HBM [64 x 128] bf16
+  // -> SBUF [128 x 64]: 128 partitions over 16 engines, 8 each; one descriptor per partition
+  // (the destination's run, 64 elements = 128 B).
   // Per descriptor 26 + 128 / 24.3 = 31.26749 ns; x 8 = 250.1399 ns -> 250140 ps.
-  const auto plan = plan_transfer(dma_transpose_from_hbm(64, 128), trnsim::config::trn2());
+  ArchConfig worked = trnsim::config::trn2();
+  worked.dma_engine_bytes_per_ns = 27.0;
+  worked.dma_descriptor_overhead_ns = 26.0;
+  const auto plan = plan_transfer(dma_transpose_from_hbm(64, 128), worked);
   CHECK(plan.run_bytes == 128);
   CHECK(plan.descriptors == 128);
   CHECK(plan.partitions_per_engine == 8);
   CHECK(plan.engine_time == Picoseconds(250140));
   // The fractions are the preset's parameters.
-  ArchConfig a = trnsim::config::trn2();
+  ArchConfig a = worked;
   a.dma_transpose_hbm_fraction = 0.25;
   a.dma_transpose_sbuf_fraction = 0.125;
   CHECK(plan_transfer(dma_transpose_from_hbm(128, 1024), a).engine_bytes_per_ns == Approx(6.75));
@@ -411,16 +416,16 @@ TEST_CASE("a DGE dma_copy costs 600 ns on the issuing engine on trn2", "[contrac
   dge.engine = Engine::tensor;
   CHECK(instruction_cycles(dge, trn2) == Cycles(1440));
   CHECK(instruction_time(dge, trn2) == Picoseconds(600000));
-  // Without DGE the plain trigger.
+  // Without DGE the plain trigger: 8 ns on TensorE at 2400 MHz, 19.2 -> 20 cycles.
   dge.dma_dge = false;
-  CHECK(instruction_cycles(dge, trn2) == Cycles(64));
-  // A DGE cost below the trigger cost leaves the trigger: max of the two. 40 ns at 1200 MHz
-  // = 48 cycles < 64.
+  CHECK(instruction_cycles(dge, trn2) == Cycles(20));
+  // A DGE cost below the trigger cost leaves the trigger: max of the two. 5 ns at 1200 MHz
+  // = 6 cycles < the trigger's 10.
   ArchConfig quick = trn2;
-  quick.dma_dge_instruction_ns = 40;
+  quick.dma_dge_instruction_ns = 5;
   dge.dma_dge = true;
   dge.engine = Engine::sync;
-  CHECK(instruction_cycles(dge, quick) == Cycles(64));
+  CHECK(instruction_cycles(dge, quick) == Cycles(10));
   // A fractional cycle rounds up: 601 ns at 1200 MHz = 721.2 -> 722 cycles.
   quick.dma_dge_instruction_ns = 601;
   CHECK(instruction_cycles(dge, quick) == Cycles(722));

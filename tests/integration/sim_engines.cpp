@@ -65,10 +65,13 @@ TEST_CASE("a semaphore-dependent pair does not overlap") {
   const auto& s = rec.of(Engine::scalar);
   const auto& v = rec.of(Engine::vector);
   CHECK(v.ready == Picoseconds(0));
-  CHECK(v.start == s.end);
   CHECK(v.blocked_on == sem);
-  // 512 cycles plus the dependent-instruction overhead (100 cycles) at 960 MHz.
-  CHECK(v.end - v.start == Picoseconds(637500));
+  // ScalarE's results land 159 cycles (at 1200 MHz: 132,500 ps) after its interval, when its
+  // update fires; VectorE starts the cross-engine wake latency (35 ns) later.
+  CHECK(s.results == s.end + Picoseconds(132500));
+  CHECK(v.start == s.results + Picoseconds(35000));
+  // The consumer's own interval: 512 cycles at 960 MHz.
+  CHECK(v.end - v.start == Picoseconds(533334));
 }
 
 TEST_CASE("a DMA over 128 partitions raises its queue semaphore by 16, one per DMA engine") {
@@ -96,12 +99,13 @@ TEST_CASE("a DMA over 128 partitions raises its queue semaphore by 16, one per D
   const auto& t = rec.transfers[0];
   CHECK(t.engines == 16);
   CHECK(t.bytes == 128 * 2048 * 2);
-  // The trigger costs dma_trigger_cycles on SyncE; the data starts 1.3 us later (D2).
-  const Picoseconds trigger =
-      to_picoseconds(Cycles(arch.dma_trigger_cycles), arch.mhz(Engine::sync));
+  // The trigger costs dma_trigger_ns on SyncE (8 ns: 10 cycles at 1200 MHz); the data starts
+  // dma_start_latency_ns later; the waiting VectorE starts dma_completion_wake_ns after the
+  // completion (D2's 1.3 us from semaphore to DMA start, in D1's parts).
+  const Picoseconds trigger = to_picoseconds(Cycles(10), arch.mhz(Engine::sync));
   CHECK(t.issued == trigger);
   CHECK(t.start == trigger + from_ns(arch.dma_start_latency_ns));
-  CHECK(rec.of(Engine::vector).start == t.end);
+  CHECK(rec.of(Engine::vector).start == t.end + from_ns(arch.dma_completion_wake_ns));
 }
 
 TEST_CASE("a deadlock is reported with what each engine waits for") {

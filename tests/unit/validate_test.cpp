@@ -486,8 +486,8 @@ TEST_CASE("validate rejects a missing operand", "[unit][validate]") {
 
 TEST_CASE("validate rejects more semaphores or queues than the arch has", "[unit][validate]") {
   Program sems;
-  for (int i = 0; i < 65; ++i) sems.add_semaphore("s");
-  CHECK_THAT(error_of(sems), Contains("the program uses 65 semaphores; trn2 has 64"));
+  for (int i = 0; i < 257; ++i) sems.add_semaphore("s");
+  CHECK_THAT(error_of(sems), Contains("the program uses 257 semaphores; trn2 has 256"));
   Program queues;
   for (int i = 0; i < 17; ++i) queues.add_queue("q");
   CHECK_THAT(error_of(queues), Contains("the program uses 17 DMA queues; trn2 allows 16"));
