@@ -21,6 +21,9 @@ FlowMemoryModel::FlowMemoryModel(const config::ArchConfig& arch, uint32_t cores,
   // One pseudo-channel's share of the stack peak, bytes per ps.
   const double channel = stack_peak_ / channels_;
   bus_ps_per_byte_ = channel > 0 ? 1.0 / channel : 0.0;
+  // The detailed model spaces column accesses of one bank group by tCCD_L (one burst when 0).
+  const double burst_ps = static_cast<double>(arch.hbm.burst_bytes) * bus_ps_per_byte_;
+  same_group_factor_ = burst_ps > 0 ? std::max(1.0, arch.hbm.t_ccd_l * 1000.0 / burst_ps) : 1.0;
   const double unit_ps = static_cast<double>(arch.hbm.interleave_bytes) * bus_ps_per_byte_;
   read_round_trip_ = static_cast<double>(read_tail_.value) + unit_ps;
   write_round_trip_ = static_cast<double>(write_tail_.value) + unit_ps;
@@ -213,7 +216,14 @@ void FlowMemoryModel::on_ready(uint32_t id, Picoseconds now) {
         if (writes) spread(t, true, d0, d1);
         uint64_t total = 0;
         for (uint64_t b : channel_bytes_) total += b;
-        const double scale = total > 0 ? flow.hbm_factor / static_cast<double>(total) : 0.0;
+        // A broadcast read (partition stride 0) hits the same units, so the same bank group,
+        // with every burst: its channels serve it at the tCCD_L rate.
+        const bool broadcast_read = reads && !plan.transpose &&
+                                    t.instruction->src[0].partition_stride == 0 &&
+                                    plan.partitions > 1;
+        const double scale = total > 0 ? flow.hbm_factor / static_cast<double>(total) *
+                                             (broadcast_read ? same_group_factor_ : 1.0)
+                                       : 0.0;
         for (uint32_t c = 0; c < channels_; ++c) {
           if (channel_bytes_[c] == 0) continue;
           flow.terms.push_back({first_channel + c, static_cast<double>(channel_bytes_[c]) * scale});

@@ -127,6 +127,9 @@ class FlowMemoryModel final : public MemoryModel {
   double window_bytes_;                  // an engine's outstanding window: chunks x chunk bytes
   double read_round_trip_, write_round_trip_;  // ps, of one chunk through HBM
   Picoseconds read_tail_, write_tail_;
+  // How much slower a pseudo-channel serves bursts that all fall in one bank group (tCCD_L
+  // against the data bus), as a broadcast read does: every partition re-reads the same units.
+  double same_group_factor_ = 1.0;
   double bus_ps_per_byte_;  // one pseudo-channel's data bus
   EventHeap<EventKind> events_;
   uint64_t events_processed_ = 0;

@@ -20,9 +20,12 @@ struct InstructionRecord {
   Picoseconds ready;      // the previous instruction of the engine finished
   Picoseconds start;      // every semaphore wait was met and the shared ports were free
   Picoseconds port_wait;  // part of [ready, start) spent waiting for a shared port
-  Picoseconds end;        // the engine can issue its next instruction (initiation interval)
-  Picoseconds results;    // its results are committed and its semaphore updates fire (>= end)
-  Cycles cycles;          // cost in the engine's clock
+  // Part of [ready, start) before the port wait spent on the pipeline: waiting for a producer's
+  // results on the same engine, or for a met semaphore to wake the engine.
+  Picoseconds pipeline_wait;
+  Picoseconds end;      // the engine can issue its next instruction (initiation interval)
+  Picoseconds results;  // its results are committed and its semaphore updates fire (>= end)
+  Cycles cycles;        // cost in the engine's clock
   int32_t blocked_on = kNoSemaphore;  // the last semaphore the instruction waited for
 };
 

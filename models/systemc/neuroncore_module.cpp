@@ -33,7 +33,7 @@ EngineModule::EngineModule(sc_core::sc_module_name name, Engine engine, NeuronCo
   // default coroutine stack holds once a matmul contracts over 256 partitions (it crashed).
   // The stack is reserved, not committed: untouched pages cost nothing.
   set_stack_size(kEngineStackBytes);  // of the process just declared: run
-  SC_THREAD(writeback);  // applies semaphore updates only: the default stack
+  SC_THREAD(writeback);               // applies semaphore updates only: the default stack
 }
 
 bool EngineModule::finished() const {
@@ -86,7 +86,10 @@ void EngineModule::step(const isa::Instruction& in, uint32_t kernel) {
                                               : SemaphoreSource::other_engine);
     earliest = max(earliest, u.at + wake_latency(source, core_.arch));
   }
-  if (earliest > now()) wait(to_sc_time(earliest - now()));
+  if (earliest > now()) {
+    r.pipeline_wait = earliest - now();
+    wait(to_sc_time(r.pipeline_wait));
+  }
   const uint32_t ports = cost.ports;
   if (ports != 0) {
     const Picoseconds want = now();

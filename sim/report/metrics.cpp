@@ -157,6 +157,12 @@ std::vector<Metric> make_table() {
                     "sum of time waiting for an SBUF/PSUM port or PSUM bank another engine holds",
                     [e](const RunReport& r) { return json(seconds(r.stats.engine(e).port_wait)); }))
         .family = engines + "port_wait_time";
+    add(summary_row(
+            k + "pipeline_wait_time", U::seconds, section, "pipeline wait",
+            "sum of time waiting for a same-engine producer's results or a semaphore's wake "
+            "latency",
+            [e](const RunReport& r) { return json(seconds(r.stats.engine(e).pipeline_wait)); }))
+        .family = engines + "pipeline_wait_time";
   }
 
   const std::string dma = "DMA";

@@ -223,6 +223,7 @@ ReportWriter::ReportWriter(const std::string& path, const isa::Program& program,
   }
   for (const isa::HostOp& op : program.host_ops) op_name_.push_back(name_id(op.name));
   port_wait_name_ = name_id("port wait");
+  pipeline_wait_name_ = name_id("pipeline wait");
   queue_full_name_ =
       name_id(fmt::format("queue full: {} kernels in flight", arch.host.max_inflight));
   synchronize_name_ = name_id("synchronize");
@@ -277,8 +278,10 @@ void ReportWriter::on_instruction(const models::InstructionRecord& r) {
   const isa::Instruction& in = program_.stream(r.engine)[r.index];
   const auto lane = static_cast<uint16_t>(lanes_.engine(static_cast<uint32_t>(r.core), r.engine));
   const auto engine = static_cast<uint8_t>(index_of(r.engine));
-  const Picoseconds semaphores_met = r.start - r.port_wait;
-  // The same slices as trace.json: the semaphore wait, the port wait, the instruction.
+  const Picoseconds port_from = r.start - r.port_wait;
+  const Picoseconds semaphores_met = port_from - r.pipeline_wait;
+  // The same slices as trace.json: the semaphore wait, the pipeline wait, the port wait, the
+  // instruction.
   if (semaphores_met > r.ready && r.blocked_on != models::kNoSemaphore) {
     int64_t value = 0;
     for (const auto& w : in.waits) {
@@ -288,8 +291,12 @@ void ReportWriter::on_instruction(const models::InstructionRecord& r) {
          semaphore_name_[static_cast<size_t>(r.blocked_on)], r.index, lane,
          static_cast<uint8_t>(ReportEventKind::semaphore_wait), engine});
   }
+  if (r.pipeline_wait.value > 0) {
+    add({semaphores_met.value, r.pipeline_wait.value, 0, 0, pipeline_wait_name_, r.index, lane,
+         static_cast<uint8_t>(ReportEventKind::pipeline_wait), engine});
+  }
   if (r.port_wait.value > 0) {
-    add({semaphores_met.value, r.port_wait.value, 0, 0, port_wait_name_, r.index, lane,
+    add({port_from.value, r.port_wait.value, 0, 0, port_wait_name_, r.index, lane,
          static_cast<uint8_t>(ReportEventKind::port_wait), engine});
   }
   add({r.start.value, (r.end - r.start).value, models::instruction_flops(in),

@@ -43,6 +43,7 @@ enum class ReportEventKind : uint8_t {
   host_launch,
   host_queue_full,
   host_synchronize,
+  pipeline_wait,  // a producer's results or a semaphore's wake latency
 };
 constexpr uint32_t kNoLabel = 0xffffffffu;
 
@@ -101,7 +102,8 @@ class ReportWriter : public models::EventSink {
   std::vector<uint32_t> kernel_name_;
   std::vector<uint32_t> launch_name_;  // "launch KERNEL" per kernel
   std::vector<uint32_t> op_name_;      // per host op
-  uint32_t port_wait_name_ = 0, queue_full_name_ = 0, synchronize_name_ = 0;
+  uint32_t port_wait_name_ = 0, pipeline_wait_name_ = 0, queue_full_name_ = 0,
+           synchronize_name_ = 0;
   // Kernels traced from Python (NKI): device time (instruction durations, picoseconds) and
   // instruction count per source line (Program::sources), per engine and, last, in DMA
   // transfers, for the source view.

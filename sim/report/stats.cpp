@@ -21,7 +21,8 @@ void StatsCollector::on_instruction(const models::InstructionRecord& r) {
   EngineStats& s = engines_[index_of(r.engine)];
   ++s.instructions;
   s.active = s.active + (r.end - r.start);
-  s.semaphore_wait = s.semaphore_wait + (r.start - r.ready - r.port_wait);
+  s.semaphore_wait = s.semaphore_wait + (r.start - r.ready - r.port_wait - r.pipeline_wait);
+  s.pipeline_wait = s.pipeline_wait + r.pipeline_wait;
   s.port_wait = s.port_wait + r.port_wait;
   s.flops += models::instruction_flops(in);
   if (isa::is_dma(in.opcode)) return;  // counted when the transfer completes

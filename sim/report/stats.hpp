@@ -17,6 +17,7 @@ struct EngineStats {
   Picoseconds active;          // instructions running, semaphore waits excluded
   Picoseconds semaphore_wait;  // ready to issue until the condition was met
   Picoseconds port_wait;       // waiting for a port shared with another engine
+  Picoseconds pipeline_wait;   // waiting for a producer's results or a semaphore's wake
   uint64_t flops = 0;
 };
 

@@ -270,10 +270,12 @@ void TraceWriter::on_instruction(const models::InstructionRecord& r) {
     this->lane(core, Counter::tensor_utilization).bound = r.end.value;
   }
   for (const isa::SemaphoreUpdate& u : in.updates) {
+    // Updates fire when the results are committed (at or after the instruction's end).
     note_update(core, u.semaphore,
-                SemaphoreUpdateSite{r.end.value, r.start.value, r.end.value, r.kernel, lane});
+                SemaphoreUpdateSite{r.results.value, r.start.value, r.end.value, r.kernel, lane});
   }
-  const Picoseconds semaphores_met = r.start - r.port_wait;
+  const Picoseconds port_from = r.start - r.port_wait;
+  const Picoseconds semaphores_met = port_from - r.pipeline_wait;
   if (semaphores_met > r.ready && r.blocked_on != models::kNoSemaphore) {
     semaphore_flow(r, semaphores_met.value);
   }
@@ -288,9 +290,17 @@ void TraceWriter::on_instruction(const models::InstructionRecord& r) {
     out += R"(,"dur":)";
     append_timestamp(out, dur);
   };
-  if (kept && r.port_wait.value > 0 && filter_.keeps_span(semaphores_met.value, r.start.value)) {
+  if (kept && r.pipeline_wait.value > 0 &&
+      filter_.keeps_span(semaphores_met.value, port_from.value)) {
     TraceText& out = start_event();
-    slice_head(out, semaphores_met, r.port_wait);
+    slice_head(out, semaphores_met, r.pipeline_wait);
+    out +=
+        R"(,"name":"pipeline wait","cat":"pipeline","args":{"why":"a producer's results on this engine, or the wake latency of a met semaphore"}})";
+    finish_event();
+  }
+  if (kept && r.port_wait.value > 0 && filter_.keeps_span(port_from.value, r.start.value)) {
+    TraceText& out = start_event();
+    slice_head(out, port_from, r.port_wait);
     out +=
         R"(,"name":"port wait","cat":"port","args":{"why":"a shared SBUF/PSUM port or PSUM bank is in use by another engine"}})";
     finish_event();

@@ -588,7 +588,7 @@ TEST_CASE("DMA throughput against bytes per partition follows D1's measured curv
   // streamed back to back on two queues, as the chart's benchmark is taken to do.
   const auto arch = trnsim::config::trn2();
   const std::vector<std::pair<uint64_t, double>> d1 = {
-      {64, 0.026}, {128, 0.053}, {256, 0.103}, {512, 0.209}, {1024, 0.424},
+      {64, 0.026},   {128, 0.053},  {256, 0.103},  {512, 0.209},  {1024, 0.424},
       {2048, 0.815}, {4096, 0.966}, {8192, 0.983}, {16384, 0.990}};
   const double top = steady_bytes_per_ns(*stream(arch, 32768, 8ULL << 20));
   double previous = 0;

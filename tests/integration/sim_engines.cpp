@@ -100,11 +100,13 @@ TEST_CASE("a DMA over 128 partitions raises its queue semaphore by 16, one per D
   CHECK(t.engines == 16);
   CHECK(t.bytes == 128 * 2048 * 2);
   // The trigger costs dma_trigger_ns on SyncE (8 ns: 10 cycles at 1200 MHz); the data starts
-  // dma_start_latency_ns later; the waiting VectorE starts dma_completion_wake_ns after the
-  // completion (D2's 1.3 us from semaphore to DMA start, in D1's parts).
+  // dma_start_latency_ns and the engine's dma_transfer_setup_ns later; the waiting VectorE starts
+  // dma_completion_wake_ns after the completion (D2's 1.3 us from semaphore to DMA start, in D1's
+  // parts).
   const Picoseconds trigger = to_picoseconds(Cycles(10), arch.mhz(Engine::sync));
   CHECK(t.issued == trigger);
-  CHECK(t.start == trigger + from_ns(arch.dma_start_latency_ns));
+  // The first engine's setup follows the start latency; the transfer starts with its data.
+  CHECK(t.start == trigger + from_ns(arch.dma_start_latency_ns + arch.dma_transfer_setup_ns));
   CHECK(rec.of(Engine::vector).start == t.end + from_ns(arch.dma_completion_wake_ns));
 }
 
