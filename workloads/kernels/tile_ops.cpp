@@ -127,12 +127,19 @@ Completion TileOps::evacuate(Engine engine, isa::ActivationFunction f, uint64_t 
 }
 
 Completion TileOps::accumulate(uint64_t bank, uint32_t parts, uint32_t n, uint64_t acc, DType to,
-                               uint64_t dst, const Completions& after, std::string label) {
+                               uint64_t dst, const Completions& after, std::string label,
+                               DType acc_type) {
   return streams_.emit(
       tensor_tensor(Engine::vector, isa::sbuf_ap(to, 0, parts, dst, {{1, n}}),
                     isa::psum_ap(DType::fp32, 0, parts, bank, {{1, n}}), isa::AluOp::add,
-                    isa::sbuf_ap(DType::fp32, 0, parts, acc, {{1, n}}), std::move(label)),
+                    isa::sbuf_ap(acc_type, 0, parts, acc, {{1, n}}), std::move(label)),
       after);
+}
+
+Completion TileOps::zero(Engine engine, uint32_t parts, uint32_t n, uint64_t dst,
+                         const Completions& after, std::string label) {
+  return streams_.emit(
+      memset(engine, isa::sbuf_ap(dt_, 0, parts, dst, {{1, n}}), 0.0f, std::move(label)), after);
 }
 
 Completion TileOps::store(Engine issuer, uint16_t queue, const HbmMatrix& m, int64_t r0,

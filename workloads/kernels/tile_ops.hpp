@@ -112,9 +112,13 @@ class TileOps {
   Completion evacuate(Engine engine, isa::ActivationFunction f, uint64_t bank, uint32_t parts,
                       uint32_t n, isa::DType to, uint64_t dst, const Completions& after,
                       std::string label);
-  // VectorE: SBUF[dst] (dtype `to`) = PSUM[bank] + SBUF[acc] (fp32).
+  // VectorE: SBUF[dst] (dtype `to`) = PSUM[bank] + SBUF[acc] (dtype `acc_type`).
   Completion accumulate(uint64_t bank, uint32_t parts, uint32_t n, uint64_t acc, isa::DType to,
-                        uint64_t dst, const Completions& after, std::string label);
+                        uint64_t dst, const Completions& after, std::string label,
+                        isa::DType acc_type = isa::DType::fp32);
+  // SBUF[dst][0:parts, 0:n] = 0 in the kernel's dtype, on `engine`.
+  Completion zero(Engine engine, uint32_t parts, uint32_t n, uint64_t dst, const Completions& after,
+                  std::string label);
   // Copies SBUF [rows partitions, cols] from `offset` to m[r0 + p, c0 + j], triggered by
   // `issuer` on `queue`.
   Completion store(Engine issuer, uint16_t queue, const HbmMatrix& m, int64_t r0, int64_t rows,
