@@ -135,6 +135,10 @@ MatmulChoices parse_matmul_choices(const Workload& w, const config::ArchConfig& 
     }
     c.a_transposed = l.get<std::string>() == "km";
   }
+  // Set by graph lowering only (the kernel form does not accept them).
+  if (w.options.contains("b_layout")) c.b_transposed = w.options["b_layout"] == "nk";
+  if (w.options.contains("batch")) c.batch = w.options["batch"].get<int64_t>();
+  if (w.options.contains("b_batched")) c.b_batched = w.options["b_batched"].get<bool>();
   const MatmulTiles t = matmul_tiles(arch);
   c.bufs = c.strategy == 1 ? 4 : 2;
   // Strategy 4's blocks: 2048 x 1024 x 1024 (M x K x N) in whole tiles; strategy 3's are chosen
@@ -338,6 +342,7 @@ LoweredKernel lower_matmul(const Workload& w, const config::ArchConfig& arch, bo
     default:
       estimate += mb * nb * kb * (a_loads + 2) + MT * NT * kb;
   }
+  estimate *= static_cast<double>(c.batch);
   if (estimate > static_cast<double>(arch.max_instructions)) {
     throw WorkloadError(
         w.file, "/shape",
@@ -356,11 +361,19 @@ LoweredKernel lower_matmul(const Workload& w, const config::ArchConfig& arch, bo
   LoweredKernel k;
   isa::Program& p = k.program;
   p.name = w.name;
-  const HbmMatrix a = c.a_transposed
-                          ? HbmMatrix{"a_t", p.add_dram_tensor("a_t", dt, {K, M}).address, K, M}
-                          : HbmMatrix{"a", p.add_dram_tensor("a", dt, {M, K}).address, M, K};
-  const HbmMatrix b{"b", p.add_dram_tensor("b", dt, {K, N}).address, K, N};
-  const HbmMatrix cm{"c", p.add_dram_tensor("c", dt, {M, N}).address, M, N};
+  const int64_t B = c.batch, BB = c.b_batched ? c.batch : 1;
+  if (functional && (B > 1 || c.b_transposed || (B > 1 && c.a_transposed))) {
+    throw WorkloadError(w.file, "/options",
+                        "batched and b_layout \"nk\" matmuls run inside graphs only");
+  }
+  HbmMatrix a = c.a_transposed
+                    ? HbmMatrix{"a_t", p.add_dram_tensor("a_t", dt, {K, M}).address, K, M}
+                    : HbmMatrix{"a", p.add_dram_tensor("a", dt, {B * M, K}).address, M, K};
+  HbmMatrix b = c.b_transposed
+                    ? HbmMatrix{"b_t", p.add_dram_tensor("b_t", dt, {BB * N, K}).address, N, K}
+                    : HbmMatrix{"b", p.add_dram_tensor("b", dt, {BB * K, N}).address, K, N};
+  HbmMatrix cm{"c", p.add_dram_tensor("c", dt, {B * M, N}).address, M, N};
+  const uint64_t a_first = a.address, b_first = b.address, c_first = cm.address;
 
   EngineStreams streams(p, arch, w.file);
   TileOps ops(streams, arch, dt);
@@ -386,8 +399,11 @@ LoweredKernel lower_matmul(const Workload& w, const config::ArchConfig& arch, bo
     slot.access.wrote(done);
   };
   auto load_b = [&](OnChipTile& slot, int64_t k0, int64_t kc, int64_t n0, int64_t nc) {
-    slot.access.wrote(ops.load(q_b, b, k0, kc, n0, nc, t.k, slot.offset, plan.b_stride,
-                               slot.access.before_write()));
+    slot.access.wrote(c.b_transposed
+                          ? ops.load_transposed(q_b, b, k0, kc, n0, nc, t.k, slot.offset,
+                                                plan.b_stride, slot.access.before_write())
+                          : ops.load(q_b, b, k0, kc, n0, nc, t.k, slot.offset, plan.b_stride,
+                                     slot.access.before_write()));
   };
   // Evacuation alternates ScalarE and VectorE so that neither holds TensorE back when K is
   // small; each engine stores what it evacuated on a queue of its own (in-order completion).
@@ -406,122 +422,130 @@ LoweredKernel lower_matmul(const Workload& w, const config::ArchConfig& arch, bo
         ops.store(e, store_queue(e), cm, m0, mr, n0, nr, out.offset, out.access.before_read()));
   };
 
-  if (c.strategy == 1) {
-    for (int64_t m0 = 0; m0 < M; m0 += t.m) {
-      const auto mr = static_cast<uint32_t>(std::min<int64_t>(t.m, M - m0));
-      for (int64_t n0 = 0; n0 < N; n0 += t.n) {
-        const auto nr = static_cast<uint32_t>(std::min<int64_t>(t.n, N - n0));
-        OnChipTile& bank = banks.next();
-        Completion last;
-        for (int64_t k0 = 0; k0 < K; k0 += t.k) {
-          const auto kr = static_cast<uint32_t>(std::min<int64_t>(t.k, K - k0));
-          OnChipTile& as = a_bufs.next();
-          OnChipTile& bs = b_bufs.next();
-          load_a(as, k0, kr, m0, mr);
-          load_b(bs, k0, kr, n0, nr);
-          Completions after = as.access.before_read() + bs.access.before_read();
-          if (k0 == 0) after.add(bank.access.before_write());
-          last = ops.matmul(bank.offset, kr, mr, nr, as.offset, bs.offset, k0 == 0, k0 + t.k >= K,
-                            after, fmt::format("mm r{} c{} k{}", m0, n0, k0));
-          as.access.read(last);
-          bs.access.read(last);
-        }
-        bank.access.wrote(last);
-        evacuate_and_store(bank, m0, mr, n0, nr);
-      }
-    }
-  } else {
-    // Strategies 2-4: blocks of bm x bk (A) and bk x bn (B) in SBUF, every output tile of the
-    // bm x bn block computed from them. Strategy 2 keeps A's [K, tile_m] strip across the N loop.
-    const int64_t tiles_m = ceil_div(plan.bm, t.m), tiles_n = ceil_div(plan.bn, t.n);
-    const int64_t k_blocks = ceil_div(K, plan.bk);
-    std::vector<RegionAccesses> acc(static_cast<size_t>(tiles_m * tiles_n));
-    OnChipTile* as = nullptr;
-    for (int64_t m0b = 0; m0b < M; m0b += plan.bm) {
-      const int64_t bmr = std::min(plan.bm, M - m0b);
-      for (int64_t n0b = 0; n0b < N; n0b += plan.bn) {
-        const int64_t bnr = std::min(plan.bn, N - n0b);
-        for (int64_t kb = 0; kb < k_blocks; ++kb) {
-          const int64_t k0b = kb * plan.bk;
-          const int64_t bkr = std::min(plan.bk, K - k0b);
-          const bool first_kb = kb == 0, last_kb = kb == k_blocks - 1;
-          if (c.strategy != 2 || n0b == 0) {
-            as = &a_bufs.next();
-            load_a(*as, k0b, bkr, m0b, bmr);
+  for (int64_t batch = 0; batch < B; ++batch) {
+    a.address = a_first + static_cast<uint64_t>(batch * M * K) * es;
+    b.address = b_first + static_cast<uint64_t>((c.b_batched ? batch : 0) * K * N) * es;
+    cm.address = c_first + static_cast<uint64_t>(batch * M * N) * es;
+    if (c.strategy == 1) {
+      for (int64_t m0 = 0; m0 < M; m0 += t.m) {
+        const auto mr = static_cast<uint32_t>(std::min<int64_t>(t.m, M - m0));
+        for (int64_t n0 = 0; n0 < N; n0 += t.n) {
+          const auto nr = static_cast<uint32_t>(std::min<int64_t>(t.n, N - n0));
+          OnChipTile& bank = banks.next();
+          Completion last;
+          for (int64_t k0 = 0; k0 < K; k0 += t.k) {
+            const auto kr = static_cast<uint32_t>(std::min<int64_t>(t.k, K - k0));
+            OnChipTile& as = a_bufs.next();
+            OnChipTile& bs = b_bufs.next();
+            load_a(as, k0, kr, m0, mr);
+            load_b(bs, k0, kr, n0, nr);
+            Completions after = as.access.before_read() + bs.access.before_read();
+            if (k0 == 0) after.add(bank.access.before_write());
+            last = ops.matmul(bank.offset, kr, mr, nr, as.offset, bs.offset, k0 == 0, k0 + t.k >= K,
+                              after, fmt::format("mm r{} c{} k{}", m0, n0, k0));
+            as.access.read(last);
+            bs.access.read(last);
           }
-          OnChipTile& bs = b_bufs.next();
-          load_b(bs, k0b, bkr, n0b, bnr);
-          for (int64_t i = 0; i * t.m < bmr; ++i) {
-            const int64_t m0 = m0b + i * t.m;
-            const auto mr = static_cast<uint32_t>(std::min<int64_t>(t.m, bmr - i * t.m));
-            // Strategy 4 stores whole rows of the block (bn columns: long runs).
-            OnChipTile* row = nullptr;
-            Completions row_free, row_done;
-            Engine row_engine = Engine::vector;
-            if (c.strategy == 4 && last_kb) {
-              row = &out_bufs.next();
-              row_free = row->access.before_write();
-            }
-            for (int64_t j = 0; j * t.n < bnr; ++j) {
-              const int64_t n0 = n0b + j * t.n;
-              const auto nr = static_cast<uint32_t>(std::min<int64_t>(t.n, bnr - j * t.n));
-              OnChipTile& bank = banks.next();
-              Completion last;
-              for (int64_t kt = 0; kt * t.k < bkr; ++kt) {
-                const auto kr = static_cast<uint32_t>(std::min<int64_t>(t.k, bkr - kt * t.k));
-                Completions after = as->access.before_read() + bs.access.before_read();
-                if (kt == 0) after.add(bank.access.before_write());
-                last = ops.matmul(
-                    bank.offset, kr, mr, nr, as->offset + (kt * plan.a_stride + i * t.m) * es,
-                    bs.offset + (kt * plan.b_stride + j * t.n) * es, kt == 0, (kt + 1) * t.k >= bkr,
-                    after, fmt::format("mm r{} c{} k{}", m0, n0, k0b + kt * t.k));
-                as->access.read(last);
-                bs.access.read(last);
-              }
-              bank.access.wrote(last);
-              if (c.strategy != 4) {
-                evacuate_and_store(bank, m0, mr, n0, nr);
-                continue;
-              }
-              RegionAccesses& part = acc[static_cast<size_t>(i * tiles_n + j)];
-              const uint64_t part_at = acc_base + (i * plan.bn + j * t.n) * 4;
-              const std::string where = fmt::format("r{} c{} k{}", m0, n0, k0b);
-              Completion done;
-              if (first_kb && last_kb) {
-                row_engine = groups++ % 2 == 0 ? Engine::scalar : Engine::vector;
-                done = ops.evacuate(row_engine, ActivationFunction::copy, bank.offset, mr, nr, dt,
-                                    row->offset + j * t.n * es,
-                                    bank.access.before_read() + row_free, "evac c " + where);
-              } else if (first_kb) {
-                done = ops.evacuate(
-                    Engine::scalar, ActivationFunction::copy, bank.offset, mr, nr, DType::fp32,
-                    part_at, bank.access.before_read() + part.before_write(), "partial c " + where);
-                part.wrote(done);
-              } else if (!last_kb) {
-                done = ops.accumulate(bank.offset, mr, nr, part_at, DType::fp32, part_at,
-                                      bank.access.before_read() + part.before_update(),
-                                      "accumulate c " + where);
-                part.wrote(done);
-              } else {
-                row_engine = Engine::vector;
-                done = ops.accumulate(bank.offset, mr, nr, part_at, dt, row->offset + j * t.n * es,
-                                      bank.access.before_read() + part.before_read() + row_free,
-                                      "final c " + where);
-                part.read(done);
-              }
-              bank.access.read(done);
-              row_done.add(done);
-            }
-            if (row != nullptr) {
-              row->access.wrote(row_done);
-              row->access.read(ops.store(row_engine, store_queue(row_engine), cm, m0, mr, n0b, bnr,
-                                         row->offset, row->access.before_read()));
-            }
-          }
+          bank.access.wrote(last);
+          evacuate_and_store(bank, m0, mr, n0, nr);
         }
       }
+    } else {
+      // Strategies 2-4: blocks of bm x bk (A) and bk x bn (B) in SBUF, every output tile of the
+      // bm x bn block computed from them. Strategy 2 keeps A's [K, tile_m] strip across the N loop.
+      const int64_t tiles_m = ceil_div(plan.bm, t.m), tiles_n = ceil_div(plan.bn, t.n);
+      const int64_t k_blocks = ceil_div(K, plan.bk);
+      std::vector<RegionAccesses> acc(static_cast<size_t>(tiles_m * tiles_n));
+      OnChipTile* as = nullptr;
+      for (int64_t m0b = 0; m0b < M; m0b += plan.bm) {
+        const int64_t bmr = std::min(plan.bm, M - m0b);
+        for (int64_t n0b = 0; n0b < N; n0b += plan.bn) {
+          const int64_t bnr = std::min(plan.bn, N - n0b);
+          for (int64_t kb = 0; kb < k_blocks; ++kb) {
+            const int64_t k0b = kb * plan.bk;
+            const int64_t bkr = std::min(plan.bk, K - k0b);
+            const bool first_kb = kb == 0, last_kb = kb == k_blocks - 1;
+            if (c.strategy != 2 || n0b == 0) {
+              as = &a_bufs.next();
+              load_a(*as, k0b, bkr, m0b, bmr);
+            }
+            OnChipTile& bs = b_bufs.next();
+            load_b(bs, k0b, bkr, n0b, bnr);
+            for (int64_t i = 0; i * t.m < bmr; ++i) {
+              const int64_t m0 = m0b + i * t.m;
+              const auto mr = static_cast<uint32_t>(std::min<int64_t>(t.m, bmr - i * t.m));
+              // Strategy 4 stores whole rows of the block (bn columns: long runs).
+              OnChipTile* row = nullptr;
+              Completions row_free, row_done;
+              Engine row_engine = Engine::vector;
+              if (c.strategy == 4 && last_kb) {
+                row = &out_bufs.next();
+                row_free = row->access.before_write();
+              }
+              for (int64_t j = 0; j * t.n < bnr; ++j) {
+                const int64_t n0 = n0b + j * t.n;
+                const auto nr = static_cast<uint32_t>(std::min<int64_t>(t.n, bnr - j * t.n));
+                OnChipTile& bank = banks.next();
+                Completion last;
+                for (int64_t kt = 0; kt * t.k < bkr; ++kt) {
+                  const auto kr = static_cast<uint32_t>(std::min<int64_t>(t.k, bkr - kt * t.k));
+                  Completions after = as->access.before_read() + bs.access.before_read();
+                  if (kt == 0) after.add(bank.access.before_write());
+                  last = ops.matmul(bank.offset, kr, mr, nr,
+                                    as->offset + (kt * plan.a_stride + i * t.m) * es,
+                                    bs.offset + (kt * plan.b_stride + j * t.n) * es, kt == 0,
+                                    (kt + 1) * t.k >= bkr, after,
+                                    fmt::format("mm r{} c{} k{}", m0, n0, k0b + kt * t.k));
+                  as->access.read(last);
+                  bs.access.read(last);
+                }
+                bank.access.wrote(last);
+                if (c.strategy != 4) {
+                  evacuate_and_store(bank, m0, mr, n0, nr);
+                  continue;
+                }
+                RegionAccesses& part = acc[static_cast<size_t>(i * tiles_n + j)];
+                const uint64_t part_at = acc_base + (i * plan.bn + j * t.n) * 4;
+                const std::string where = fmt::format("r{} c{} k{}", m0, n0, k0b);
+                Completion done;
+                if (first_kb && last_kb) {
+                  row_engine = groups++ % 2 == 0 ? Engine::scalar : Engine::vector;
+                  done = ops.evacuate(row_engine, ActivationFunction::copy, bank.offset, mr, nr, dt,
+                                      row->offset + j * t.n * es,
+                                      bank.access.before_read() + row_free, "evac c " + where);
+                } else if (first_kb) {
+                  done = ops.evacuate(Engine::scalar, ActivationFunction::copy, bank.offset, mr, nr,
+                                      DType::fp32, part_at,
+                                      bank.access.before_read() + part.before_write(),
+                                      "partial c " + where);
+                  part.wrote(done);
+                } else if (!last_kb) {
+                  done = ops.accumulate(bank.offset, mr, nr, part_at, DType::fp32, part_at,
+                                        bank.access.before_read() + part.before_update(),
+                                        "accumulate c " + where);
+                  part.wrote(done);
+                } else {
+                  row_engine = Engine::vector;
+                  done =
+                      ops.accumulate(bank.offset, mr, nr, part_at, dt, row->offset + j * t.n * es,
+                                     bank.access.before_read() + part.before_read() + row_free,
+                                     "final c " + where);
+                  part.read(done);
+                }
+                bank.access.read(done);
+                row_done.add(done);
+              }
+              if (row != nullptr) {
+                row->access.wrote(row_done);
+                row->access.read(ops.store(row_engine, store_queue(row_engine), cm, m0, mr, n0b,
+                                           bnr, row->offset, row->access.before_read()));
+              }
+            }
+          }
+        }
+      }
     }
-  }
+  }  // batch
   streams.finish();
 
   k.choices = {{"strategy", c.strategy},
