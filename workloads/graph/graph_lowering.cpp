@@ -220,7 +220,11 @@ void RowKernel::collect() {
   for (size_t pos = 0; pos < k_.ops.size(); ++pos) {
     const GraphOp& op = g_.ops[k_.ops[pos]];
     for (const GraphArg& a : op.args) {
-      if (a.is_tensor()) touch(a.tensor).last_use = static_cast<int>(pos);
+      // A value the kernel also stores stays until the store (last_use: ops.size()).
+      if (a.is_tensor()) {
+        Value& v = touch(a.tensor);
+        v.last_use = std::max(v.last_use, static_cast<int>(pos));
+      }
     }
     Value v;
     v.cls = out_class(op, s);
@@ -1003,6 +1007,10 @@ LoweredKernel lower_graph(const Workload& w, const config::ArchConfig& arch, boo
   // A view's data is its base's: what a reader of a view needs stored is the base.
   std::set<std::string> materialized;
   for (const std::string& name : g.outputs) materialized.insert(g.base_of(name));
+  // A library or DMA kernel writes its output to HBM, read or not.
+  for (const GraphPlan::Kernel& k : plan.kernels) {
+    if (!k.row) materialized.insert(g.ops[k.ops.front()].out.name);
+  }
   auto needs = [&](const std::string& tensor, size_t reader_kernel) {
     const std::string& base = g.base_of(tensor);
     const auto it = kernel_of.find(base);

@@ -464,14 +464,14 @@ class GraphBuilder:
     def bind(self, ref, geo):
         self.geo[ref.key] = geo
 
-    def emit(self, call, op, args, shape, dtype, name=None, **attrs):
+    def emit(self, call, op, args, out_shape, out_dtype, **attrs):
         """A graph op computing a new root; returns its graph name."""
-        out = name or self.out_name(call, op)
+        out = self.out_name(call, op)
         entry = {"op": op, "args": list(args), "out": out}
         entry.update(attrs)
         self._append(call, entry)
-        gd = DEVICE_DTYPES.get(dtype, dtype)
-        self.pending_roots[out] = Root(out, shape or (1,), gd)
+        gd = DEVICE_DTYPES.get(out_dtype, out_dtype)
+        self.pending_roots[out] = Root(out, out_shape or (1,), gd)
         return out
 
     def _append(self, call, entry):
@@ -816,6 +816,7 @@ class GraphBuilder:
                 spec["init"] = "zeros"
             results[name] = spec
             root = Root(name, ref.shape or (1,), ref.graph_dtype)
+            self.pending_roots[name] = root
             self.bind(ref, Geo(root, ref.shape or (1,)))
         self._append(call, {"op": "host", "args": args, "out": results})
 
