@@ -3,7 +3,7 @@
 NeuronCore with trnsim.torch.profile, whose key_averages() table has torch.profiler's layout
 (docs/pytorch.md).
 
-  1. eager:    five PyTorch ops (pow, mean, add, rsqrt, mul, mul): one kernel launch per op,
+  1. eager:    six PyTorch ops (pow, mean, add, rsqrt, mul, mul): one kernel launch per op,
                every intermediate tensor round-trips through HBM;
   2. fused:    trnsim.torch.rms_norm, one op that maps to the library's fused RMSNorm kernel
                (PyTorch 1.13 has no rms_norm);
@@ -41,7 +41,11 @@ def rmsnorm_fused(x, weight, eps: float = 1e-6):
 # The eager function traced with torch.fx, then fused by trnsim's compile pass.
 rmsnorm_compiled = tt.fx_fuse(rmsnorm_eager)
 
-VARIANTS = [("eager", rmsnorm_eager), ("fused", rmsnorm_fused), ("compiled", rmsnorm_compiled)]
+VARIANTS = [
+    ("eager", rmsnorm_eager, "six PyTorch ops, one kernel launch each"),
+    ("fused", rmsnorm_fused, "trnsim.torch.rms_norm, the library's fused RMSNorm kernel"),
+    ("compiled", rmsnorm_compiled, "torch.fx trace + trnsim's fusion pass: one fused kernel"),
+]
 
 
 def main(argv=None):
@@ -59,7 +63,7 @@ def main(argv=None):
 
     print(f"RMSNorm of a [{a.rows}, {a.cols}] bf16 tensor on a simulated {a.arch} NeuronCore\n")
     results = []
-    for name, fn in VARIANTS:
+    for name, fn, what in VARIANTS:
         out_dir = os.path.join(a.out, name) if a.out else None
         with tt.profile(arch=a.arch, out_dir=out_dir) as prof:
             y = fn(x, weight)
@@ -68,7 +72,7 @@ def main(argv=None):
         device = prof.device_time_us
         kernels = prof.stats.get("host", {}).get("kernel_launches", 0)
         results.append((name, total, device, kernels, err))
-        print(f"== {name}: {fn.__doc__.strip().splitlines()[0] if fn.__doc__ else name}")
+        print(f"== {name}: {what}")
         print(prof.key_averages().table(sort_by="device_time_total", row_limit=12))
         print(f"   total {total:.1f} us, device busy {device:.1f} us, {kernels} kernel "
               f"launch(es); max abs error against torch's fp32 RMSNorm {err:.3g}\n")

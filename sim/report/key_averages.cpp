@@ -57,8 +57,7 @@ std::string torch_share(double part, double total) {
   return fmt::format("{:.2f}%", part * 100.0 / total);
 }
 
-std::string key_averages_table(std::vector<KeyAveragesRow> rows,
-                               const KeyAveragesTableOptions& o) {
+std::string key_averages_table(std::vector<KeyAveragesRow> rows, const KeyAveragesTableOptions& o) {
   if (rows.empty()) return "";
   if (!o.sort_by.empty()) {
     const auto& fields = sort_fields();
@@ -70,10 +69,9 @@ std::string key_averages_table(std::vector<KeyAveragesRow> rows,
                       fmt::join(key_averages_sort_keys(), ", ")));
     }
     const Field& field = it->second;
-    std::stable_sort(rows.begin(), rows.end(), [&](const KeyAveragesRow& a,
-                                                   const KeyAveragesRow& b) {
-      return field(a) > field(b);
-    });
+    std::stable_sort(
+        rows.begin(), rows.end(),
+        [&](const KeyAveragesRow& a, const KeyAveragesRow& b) { return field(a) > field(b); });
   }
   const bool has_device = std::any_of(rows.begin(), rows.end(), [](const KeyAveragesRow& r) {
     return r.self_device_time_total > 0;
@@ -83,7 +81,7 @@ std::string key_averages_table(std::vector<KeyAveragesRow> rows,
   int64_t name_width = static_cast<int64_t>(longest) + 4;
   if (o.max_name_column_width > 0) name_width = std::min(name_width, o.max_name_column_width);
 
-  std::vector<std::string> headers = {"Name",      "Self CPU %", "Self CPU",
+  std::vector<std::string> headers = {"Name",        "Self CPU %", "Self CPU",
                                       "CPU total %", "CPU total",  "CPU time avg"};
   if (has_device) {
     headers.push_back("Self " + o.device);
@@ -175,7 +173,8 @@ std::vector<KeyAveragesRow> key_averages_from_json(const nlohmann::json& rows) {
       throw std::invalid_argument(
           fmt::format("key_averages row {}: {} is missing or not {}", i, field, what));
     };
-    if (!j.is_object()) throw std::invalid_argument(fmt::format("key_averages row {}: expected an object", i));
+    if (!j.is_object())
+      throw std::invalid_argument(fmt::format("key_averages row {}: expected an object", i));
     KeyAveragesRow r;
     if (!j.contains("key") || !j["key"].is_string()) fail("key", "a string");
     r.key = j["key"].get<std::string>();

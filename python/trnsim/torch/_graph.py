@@ -396,6 +396,18 @@ def _view(b, call):
     b.view(call)
 
 
+FACTORIES = ("aten::empty", "aten::empty_like", "aten::empty_strided", "aten::zeros",
+             "aten::zeros_like", "aten::ones", "aten::ones_like", "aten::full", "aten::full_like",
+             "aten::arange", "aten::linspace", "aten::scalar_tensor")
+
+
+@lowers(list(FACTORIES), "none: a graph input", "none: the host makes the tensor and it reaches "
+        "the device with the program's inputs, as a parameter does (an assumption: no fill "
+        "kernel is modelled)", "non-float results stay on the host")
+def _factory(b, call):
+    b.constant(call)
+
+
 class GraphBuilder:
     """Turns the recorded calls into a graph-form workload (a dict for workload.json) and the
     arrays it needs (given tensors: inputs and results of ops run on the host)."""
@@ -463,6 +475,27 @@ class GraphBuilder:
 
     def bind(self, ref, geo):
         self.geo[ref.key] = geo
+
+    def constant(self, call):
+        """A tensor a factory (torch.ones, torch.arange, ...) made inside the program: a graph
+        input holding the values PyTorch made (zeros on meta tensors)."""
+        ref = call.outs[0]
+        value = call.values[0] if call.values else None
+        shape = ref.shape or (1,)
+        base = call.name.split("::")[-1]
+        if ref.graph_dtype is None or len(shape) > MAX_RANK:
+            self.bind(ref, Geo(Root(self.fresh(base), shape, None, host_value=value), shape))
+            return
+        name = self.out_name(call, base)
+        spec = {"shape": list(shape), "dtype": ref.graph_dtype}
+        if value is not None:
+            path = f"{self.data_dir}/{name}.npy"
+            self.arrays[path] = value
+            spec["npy"] = path
+        else:
+            spec["init"] = "zeros"
+        self.inputs[name] = spec
+        self.bind(ref, Geo(Root(name, shape, ref.graph_dtype), shape))
 
     def emit(self, call, op, args, out_shape, out_dtype, **attrs):
         """A graph op computing a new root; returns its graph name."""
@@ -835,7 +868,7 @@ class GraphBuilder:
                     raise NotLowered("the graph lowering rejected it")
                 if entry is None:
                     raise NotLowered("no lowering")
-                if call.values is None and entry.handler is not _view and any(
+                if call.values is None and entry.handler not in (_view, _factory) and any(
                         r is not None and r.graph_dtype is None for r in call.outs[:1]):
                     raise NotLowered("a non-float result")
                 entry.handler(self, call)

@@ -29,6 +29,16 @@ _lib.impl("rms_norm", _rms_norm_cpu, "CPU")
 _lib.impl("rms_norm", _rms_norm_meta, "Meta")
 
 
+def _rms_norm_autograd_meta(x, weight, eps=1e-6):
+    # Meta tensors have no autograd fallthrough for a library op in 1.13: go below autograd
+    # (inference only; the op has no backward).
+    guard = torch._C._AutoDispatchBelowAutograd()  # noqa: F841 - holds for this call
+    return torch.ops.trnsim.rms_norm(x, weight, eps)
+
+
+_lib.impl("rms_norm", _rms_norm_autograd_meta, "AutogradMeta")
+
+
 def rms_norm(x, weight, eps=1e-6):
     """RMSNorm over the last dimension: x / sqrt(mean(x^2, -1) + eps) * weight (weight of shape
     [x.shape[-1]]), as one op (trnsim's fused kernel on the simulated device)."""
