@@ -70,17 +70,23 @@ def main(argv=None):
         err = (y.float() - reference).abs().max().item()
         total = prof.total_time_us
         device = prof.device_time_us
-        kernels = prof.stats.get("host", {}).get("kernel_launches", 0)
-        results.append((name, total, device, kernels, err))
+        host = prof.stats.get("host", {})
+        kernels = host.get("kernel_launches", 0)
+        cpu = host.get("host_cpu_time", 0.0) * 1e6
+        sync = host.get("synchronize_time", 0.0) * 1e6
+        results.append((name, total, device, kernels, cpu, sync))
         print(f"== {name}: {what}")
         print(prof.key_averages().table(sort_by="device_time_total", row_limit=12))
         print(f"   total {total:.1f} us, device busy {device:.1f} us, {kernels} kernel "
               f"launch(es); max abs error against torch's fp32 RMSNorm {err:.3g}\n")
 
-    print("where each variant spends its time:")
-    print(f"  {'variant':10} {'total':>10} {'device':>10} {'kernels':>8}")
-    for name, total, device, kernels, _ in results:
-        print(f"  {name:10} {total:8.1f}us {device:8.1f}us {kernels:8}")
+    print("where each variant spends its time (host CPU: dispatch and launch calls; waiting: "
+          "the final synchronize):")
+    print(f"  {'variant':10} {'total':>10} {'device':>10} {'host CPU':>10} {'waiting':>10} "
+          f"{'kernels':>8}")
+    for name, total, device, kernels, cpu, sync in results:
+        print(f"  {name:10} {total:8.1f}us {device:8.1f}us {cpu:8.1f}us {sync:8.1f}us "
+              f"{kernels:8}")
     return 0
 
 
