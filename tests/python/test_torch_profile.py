@@ -170,6 +170,28 @@ def test_an_op_with_no_lowering_runs_on_the_host_and_is_reported_once(tmp_path):
     assert "aten::cumsum on host" in names and "copy exp to host" in names
 
 
+def test_in_place_ops_run_on_the_device(tmp_path):
+    x = torch.randn(16, 32)
+
+    def f(x):
+        y = x.clone()
+        y.mul_(2.0).add_(1.0)
+        return torch.relu_(y)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", tt.HostFallbackWarning)
+        with tt.profile(out_dir=str(tmp_path), report=False) as prof:
+            y = f(x)
+    torch.testing.assert_close(y, f(x))
+    assert prof.stats["host"]["kernel_launches"] == 4  # clone, mul, add, relu
+
+
+def test_a_block_with_nothing_for_the_device_is_an_error():
+    idx = torch.arange(8)
+    with pytest.raises(tt.CaptureError, match="nothing in the block runs on the device"):
+        with tt.profile():
+            (idx + 1) * 2
+
+
 def test_fx_fuse_compiles_a_module_into_one_region(small, tmp_path):
     m, x = small
     fused = tt.fx_fuse(m)

@@ -223,9 +223,10 @@ VIEWS = ("aten::view", "aten::_unsafe_view", "aten::_reshape_alias", "aten::resh
 SILENT = ("aten::detach", "aten::alias", "aten::lift_fresh")
 
 
-@lowers([f"aten::{n}" for n in UNARY], "exp, log, sqrt, rsqrt, reciprocal, neg, abs, tanh, "
-        "sigmoid, relu, silu, gelu", "row kernel (ScalarE activation)",
-        "gelu with approximate 'none' or 'tanh'")
+@lowers([f"aten::{n}" for n in UNARY] + [f"aten::{n}_" for n in UNARY],
+        "exp, log, sqrt, rsqrt, reciprocal, neg, abs, tanh, sigmoid, relu, silu, gelu",
+        "row kernel (ScalarE activation)", "gelu with approximate 'none' or 'tanh'; the in-place "
+        "forms (`relu_`, ...) write a new tensor that the variable then names")
 def _unary(b, call):
     op = UNARY[call.name.split("::")[1].rstrip("_")]
     attrs = {}
@@ -243,10 +244,11 @@ def _scalar(v):
 
 
 @lowers(["aten::add", "aten::sub", "aten::mul", "aten::div", "aten::maximum", "aten::minimum",
-         "aten::rsub"], "add, sub, mul, div, maximum, minimum", "row kernel (VectorE or ScalarE)",
+         "aten::rsub", "aten::add_", "aten::sub_", "aten::mul_", "aten::div_"], "add, sub, mul, div, maximum, minimum", "row kernel (VectorE or ScalarE)",
         "tensor or number operands, broadcast as the row kernels can (the whole tensor, one value "
         "per row, one row, one value, or trailing rows repeated); alpha 1; div without "
-        "rounding_mode; rsub as sub with the operands swapped")
+        "rounding_mode; rsub as sub with the operands swapped; the in-place forms (`add_`, ...) "
+        "of a whole tensor")
 def _binary(b, call):
     base = call.name.split("::")[1].rstrip("_")
     alpha = call.kwargs.get("alpha", call.args[2] if len(call.args) > 2 and base in ("add", "sub", "rsub") else 1)
@@ -270,7 +272,7 @@ def _binary(b, call):
     b.compute(call, BINARY[base], args)
 
 
-@lowers(["aten::pow"], "pow", "row kernel (ScalarE square, sqrt, rsqrt, reciprocal; else VectorE)",
+@lowers(["aten::pow", "aten::pow_"], "pow", "row kernel (ScalarE square, sqrt, rsqrt, reciprocal; else VectorE)",
         "the exponent a number")
 def _pow(b, call):
     e = call.args[1]

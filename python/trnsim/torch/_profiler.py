@@ -300,7 +300,9 @@ class profile:
             for op in ops:
                 op.pop("mode", None)
         if not builder.inputs:
-            raise CaptureError("the captured program has no input tensor")
+            raise CaptureError("nothing in the block runs on the device: it reads no "
+                               "floating-point tensor (integer and bool tensors stay on the "
+                               "host)")
         doc = {"name": self.name, "mode": mode, "seed": 0, "inputs": builder.inputs,
                "ops": ops}
         if outputs:
