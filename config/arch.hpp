@@ -169,6 +169,11 @@ struct ArchConfig {
     // Kernels launched and not yet finished before the next launch call blocks (the runtime's
     // NEURON_RT_ASYNC_EXEC_MAX_INFLIGHT_REQUESTS queue depth).
     uint32_t max_inflight{};
+    // An op that runs on the host (CPU fallback): copies between host and device memory over
+    // the host link, each a runtime call of fixed cost, and the CPU's rate computing the op.
+    double transfer_bytes_per_ns{};  // host link bandwidth (GB/s)
+    double transfer_latency_ns{};    // fixed cost of one copy call
+    double cpu_bytes_per_ns{};       // bytes a CPU op reads and writes per ns
   } host;
 
   uint32_t semaphores{};  // semaphores a program may use

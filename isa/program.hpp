@@ -44,9 +44,24 @@ struct KernelSpan {
 
 // One framework-level op on the host (a PyTorch op call, or a compiled graph's call): it is
 // dispatched on the CPU, then launches its kernels (indices into Program::kernels) in order.
+// An op with no kernels is a view (metadata only: dispatched, nothing launched) or, with
+// on_host, an op that runs on the host as a device backend's CPU fallback runs it: the host
+// waits for the device, copies the op's inputs to the host, computes, and copies its results
+// back (docs/workloads.md, "Ops that run on the host").
+struct HostCopy {
+  std::string tensor;
+  uint64_t bytes = 0;
+};
 struct HostOp {
+  HostOp() = default;
+  HostOp(std::string op_name, std::vector<uint32_t> launched)
+      : name(std::move(op_name)), kernels(std::move(launched)) {}
   std::string name;
   std::vector<uint32_t> kernels;
+  bool on_host = false;
+  std::vector<HostCopy> to_host;    // inputs copied device -> host
+  std::vector<HostCopy> to_device;  // results copied host -> device
+  uint64_t host_bytes = 0;          // bytes the CPU reads and writes computing the op
 };
 
 // One engine's instructions in order (large ones on huge pages where the system allows).

@@ -670,6 +670,10 @@ void validate(const Program& program, const config::ArchConfig& arch) {
   }
   size_t next_kernel = 0;
   for (const HostOp& op : program.host_ops) {
+    if (op.on_host && !op.kernels.empty()) {
+      throw ValidationError(
+          fmt::format("host op {} runs on the host and cannot launch kernels", op.name));
+    }
     for (uint32_t k : op.kernels) {
       if (k != next_kernel) {
         throw ValidationError(fmt::format("host op {} launches kernel {}; kernel {} comes next",

@@ -22,9 +22,11 @@
 #include "isa/semantics.hpp"
 #include "isa/text/assembly.hpp"
 #include "isa/validate.hpp"
+#include "sim/report/key_averages.hpp"
 #include "sim/run/load.hpp"
 #include "sim/run/run.hpp"
 #include "sim/run/tools.hpp"
+#include "workloads/lowering.hpp"
 
 namespace py = pybind11;
 using namespace trnsim;
@@ -354,6 +356,73 @@ py::dict run(const PyProgram& p, const py::dict& inputs, const py::dict& options
   return out;
 }
 
+// Runs a workload file exactly as `trnsim FILE` does (once per process, like run()).
+py::dict run_workload(const std::string& path, const py::dict& options) {
+  static bool ran = false;
+  if (ran) {
+    throw std::runtime_error(
+        "SystemC runs one simulation per process: run each simulation in a process of its own");
+  }
+  ran = true;
+  setenv("SYSTEMC_DISABLE_COPYRIGHT_MESSAGE", "1", 1);
+  std::ostringstream errors;
+  auto sink = std::make_shared<spdlog::sinks::ostream_sink_mt>(errors);
+  auto logger = std::make_shared<spdlog::logger>("trnsim", sink);
+  logger->set_pattern("%v");
+  spdlog::set_default_logger(logger);
+  spdlog::set_level(spdlog::level::warn);
+  sim::RunOptions o;
+  o.workload = path;
+  o.out = options["out"].cast<std::string>();
+  o.timing_only = options["timing_only"].cast<bool>();
+  o.report = options["report"].cast<bool>();
+  o.arch = options["arch"].cast<std::string>();
+  o.sets = options["sets"].cast<std::vector<std::string>>();
+  sim::RunOutcome r;
+  {
+    py::gil_scoped_release release;
+    r = sim::execute(o);
+  }
+  py::dict out;
+  out["exit_code"] = r.exit_code;
+  out["stats"] = r.stats.is_null() ? std::string() : r.stats.dump();
+  out["summary"] = r.summary;
+  out["error"] = errors.str();
+  return out;
+}
+
+// The first op of a graph workload (its text) that does not lower on `arch`, as (index into
+// "ops", message), or (-1, "") when it lowers; (-2, message) for a problem elsewhere. Parses and
+// lowers without data or simulation (so any number of times per process).
+std::pair<int64_t, std::string> graph_problem(const std::string& text, const std::string& file,
+                                              const std::string& arch_name,
+                                              const std::vector<std::string>& sets) {
+  const config::ArchConfig arch =
+      sim::configured_arch(arch_name.empty() ? "trn2" : arch_name, sets);
+  try {
+    workloads::lower(workloads::parse_workload(text, file), arch, false);
+  } catch (const workloads::WorkloadError& e) {
+    const std::string what = e.what();
+    const std::string mark = ": /ops/";
+    const auto at = what.find(mark);
+    if (at == std::string::npos) return {-2, what};
+    return {std::stoll(what.substr(at + mark.size())), what};
+  }
+  return {-1, ""};
+}
+
+std::string key_averages_table(const std::string& rows, const std::string& sort_by,
+                               int64_t row_limit, const std::string& device,
+                               int64_t max_name_column_width, const std::string& header) {
+  sim::KeyAveragesTableOptions o;
+  o.sort_by = sort_by;
+  o.row_limit = row_limit;
+  o.device = device;
+  o.max_name_column_width = max_name_column_width;
+  o.header = header;
+  return sim::key_averages_table(sim::key_averages_from_json(nlohmann::json::parse(rows)), o);
+}
+
 PyProgram load_program(const std::string& path, const std::string& arch_name) {
   const config::ArchConfig arch = sim::configured_arch(arch_name, {});
   isa::Assembly a = sim::load_program_file(path, arch);
@@ -417,6 +486,13 @@ PYBIND11_MODULE(_trnsim, m) {
 
   m.def("run", &run, "simulate a program once in this process (the CLI's sim::execute)");
   m.def("load_program", &load_program, py::arg("path"), py::arg("arch") = "trn2");
+  m.def("run_workload", &run_workload,
+        "simulate a workload file once in this process, as `trnsim FILE` does");
+  m.def("graph_problem", &graph_problem, py::arg("text"), py::arg("file"), py::arg("arch"),
+        py::arg("sets"));
+  m.def("key_averages_table", &key_averages_table, py::arg("rows"), py::arg("sort_by"),
+        py::arg("row_limit"), py::arg("device"), py::arg("max_name_column_width"),
+        py::arg("header"));
   m.def("isa_table", &sim::isa_table, py::arg("markdown") = false);
   m.def(
       "arch_info",

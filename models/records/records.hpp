@@ -60,12 +60,17 @@ enum class HostActivity : uint8_t {
   launch,       // runtime: a kernel launch call
   queue_full,   // runtime: the launch call blocked until an earlier kernel finished
   synchronize,  // runtime: waiting for the device at the end, then the sync's own cost
+  // An op with no lowering, run on the host (isa::HostOp::on_host):
+  to_host,       // runtime: copying one input to the host, after waiting for the device
+  host_compute,  // framework: the op computed by the CPU
+  to_device,     // runtime: copying one result back to the device
 };
 struct HostRecord {
   HostLane lane = HostLane::framework;
   HostActivity activity = HostActivity::dispatch;
   uint32_t op = 0;      // index into isa::Program::host_ops
   int32_t kernel = -1;  // the kernel launched (launch, queue_full), else -1
+  int32_t copy = -1;    // to_host, to_device: the index into the op's to_host or to_device list
   Picoseconds start;
   Picoseconds end;
 };

@@ -30,6 +30,49 @@ void HostModule::kernel_done(size_t k) {
   done_event_.notify(sc_core::SC_ZERO_TIME);
 }
 
+// A device backend's CPU fallback: the op's inputs are the device's results, so the first copy
+// to the host waits until every kernel launched so far has finished; each copy is a runtime
+// call of fixed cost plus its bytes at the host link's rate; the CPU then computes the op, and
+// its results are copied back before the framework goes on to the next op.
+void HostModule::run_on_host(size_t op) {
+  const config::ArchConfig::Host& h = arch_.host;
+  const isa::HostOp& o = program_.host_ops[op];
+  auto copy_time = [&](uint64_t bytes) {
+    return from_ns(h.transfer_latency_ns + static_cast<double>(bytes) / h.transfer_bytes_per_ns);
+  };
+  for (size_t i = 0; i < o.to_host.size(); ++i) {
+    HostRecord r;
+    r.lane = HostLane::runtime;
+    r.activity = HostActivity::to_host;
+    r.op = static_cast<uint32_t>(op);
+    r.copy = static_cast<int32_t>(i);
+    r.start = now();
+    while (done_ < launched_) wait(done_event_);
+    wait(to_sc_time(copy_time(o.to_host[i].bytes)));
+    r.end = now();
+    sink_.on_host(r);
+  }
+  HostRecord c;
+  c.lane = HostLane::framework;
+  c.activity = HostActivity::host_compute;
+  c.op = static_cast<uint32_t>(op);
+  c.start = now();
+  wait(to_sc_time(from_ns(static_cast<double>(o.host_bytes) / h.cpu_bytes_per_ns)));
+  c.end = now();
+  sink_.on_host(c);
+  for (size_t i = 0; i < o.to_device.size(); ++i) {
+    HostRecord r;
+    r.lane = HostLane::runtime;
+    r.activity = HostActivity::to_device;
+    r.op = static_cast<uint32_t>(op);
+    r.copy = static_cast<int32_t>(i);
+    r.start = now();
+    wait(to_sc_time(copy_time(o.to_device[i].bytes)));
+    r.end = now();
+    sink_.on_host(r);
+  }
+}
+
 void HostModule::run() {
   const config::ArchConfig::Host& h = arch_.host;
   for (size_t op = 0; op < program_.host_ops.size(); ++op) {
@@ -41,6 +84,10 @@ void HostModule::run() {
     wait(to_sc_time(from_ns(h.framework_op_ns)));
     d.end = now();
     sink_.on_host(d);
+    if (program_.host_ops[op].on_host) {
+      run_on_host(op);
+      continue;
+    }
     for (uint32_t k : program_.host_ops[op].kernels) {
       HostRecord r;
       r.lane = HostLane::runtime;

@@ -2,7 +2,9 @@
 // in order and the runtime launching each op's kernels, asynchronously: a launch call returns
 // once the kernel is queued, and blocks only while arch.host.max_inflight kernels are launched
 // and unfinished. After the last op the host synchronizes: it waits for the device, then pays
-// the sync's own cost. Costs are arch.host (assumptions, docs/architecture.md "Host model").
+// the sync's own cost. An op that runs on the host (a CPU fallback) waits for the device, copies
+// its inputs to the host and its results back (run_on_host). Costs are arch.host (assumptions,
+// docs/architecture.md "Host model").
 #pragma once
 
 #include <systemc>
@@ -32,6 +34,7 @@ class HostModule : public sc_core::sc_module {
 
  private:
   void run();
+  void run_on_host(size_t op);
 
   const isa::Program& program_;
   const config::ArchConfig& arch_;

@@ -65,6 +65,57 @@ def _decode(data, dtype_name, shape):
     return np.frombuffer(data, dtype=t).reshape(shape).copy()
 
 
+def _in_child(work):
+    """Runs work() (one simulation) in a forked child and returns what it returned (pickled back
+    through a pipe). The parent never starts SystemC."""
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: one simulation, then exit without running Python's teardown
+        os.close(r)
+        code = 0
+        try:
+            payload = pickle.dumps(("ok", work()))
+        except BaseException as e:  # noqa: B902 - everything goes back to the parent
+            payload = pickle.dumps(("error", f"{type(e).__name__}: {e}"))
+            code = 3
+        view = memoryview(payload)
+        while view:
+            n = os.write(w, view)
+            view = view[n:]
+        os.close(w)
+        os._exit(code)
+    os.close(w)
+    chunks = []
+    with os.fdopen(r, "rb") as f:
+        while True:
+            b = f.read(1 << 20)
+            if not b:
+                break
+            chunks.append(b)
+    _, status = os.waitpid(pid, 0)
+    if not chunks:
+        raise SimulationError(f"the simulation process died (wait status {status})")
+    kind, result = pickle.loads(b"".join(chunks))
+    if kind == "error":
+        raise SimulationError(result)
+    return result
+
+
+def run_workload(path, out_dir, timing_only=False, report=True, arch="", sets=()):
+    """Simulates the workload file `path` (graph, kernel or program form) as `trnsim PATH` does,
+    in a child process, writing stats.json, trace.json (and report.html, the outputs' .npy) into
+    out_dir. Returns (exit code, stats dict, summary text); raises SimulationError for bad
+    input (exit code 2), with trnsim's message."""
+    import json
+    options = {"out": out_dir, "timing_only": bool(timing_only), "report": bool(report),
+               "arch": arch or "", "sets": list(sets)}
+    result = _in_child(lambda: _native.run_workload(path, options))
+    if result["exit_code"] == 2:
+        raise SimulationError(result["error"].strip() or "trnsim rejected the workload")
+    stats = json.loads(result["stats"]) if result["stats"] else {}
+    return result["exit_code"], stats, result["summary"]
+
+
 def run_program(program, inputs, fetch=(), out_dir=None, timing_only=False, report=True,
                 trace=True, arch="", sets=()):
     """Simulates `program` (an _native.Program) in a child process.

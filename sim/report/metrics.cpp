@@ -126,6 +126,9 @@ std::vector<Metric> make_table() {
   add(host_row("kernel_launches", U::count, "kernel launches", "kernels launched"));
   add(host_row("host_ops", U::count, "host ops",
                "ops of the host program the framework dispatched"));
+  add(host_row("host_copy_time", U::seconds, "copies for ops run on the host",
+               "ops with no lowering, run on the host: their copies of inputs to the host "
+               "(after waiting for the device) and of results back"));
 
   // Per engine, in the order of kAllEngines; a docs row per family.
   const std::string engines = "{tensor,vector,scalar,gpsimd,sync}_engine_";

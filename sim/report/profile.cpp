@@ -73,21 +73,51 @@ void ProfileCollector::on_kernel(const models::KernelRecord& r) {
 
 void ProfileCollector::on_host(const models::HostRecord& r) {
   const Picoseconds d = r.end - r.start;
+  OpProfile& op = ops_[r.op];
+  auto first = [&](Picoseconds& at, uint64_t seen) {
+    if (seen == 0) at = r.start;
+  };
   switch (r.activity) {
     case models::HostActivity::dispatch:
-      ops_[r.op].self_cpu = ops_[r.op].self_cpu + d;
-      ops_[r.op].cpu_total = ops_[r.op].cpu_total + d;
+      op.first_start = r.start;
+      op.self_cpu = op.self_cpu + d;
+      op.cpu_total = op.cpu_total + d;
+      host_cpu_ = host_cpu_ + d;
+      break;
+    case models::HostActivity::host_compute:
+      op.self_cpu = op.self_cpu + d;
+      op.cpu_total = op.cpu_total + d;
       host_cpu_ = host_cpu_ + d;
       break;
     case models::HostActivity::launch:
-      ops_[r.op].cpu_total = ops_[r.op].cpu_total + d;
+      op.cpu_total = op.cpu_total + d;
+      op.launch = op.launch + d;
       host_cpu_ = host_cpu_ + d;
+      first(first_launch_, launches_);
+      ++launches_;
+      launch_total_ = launch_total_ + d;
       break;
     case models::HostActivity::queue_full:
-      ops_[r.op].cpu_total = ops_[r.op].cpu_total + d;
+      // The launch call that follows is the one that blocked: it starts the row here.
+      op.cpu_total = op.cpu_total + d;
+      op.launch = op.launch + d;
       host_blocked_ = host_blocked_ + d;
+      first(first_launch_, launches_);
+      launch_total_ = launch_total_ + d;
       break;
+    case models::HostActivity::to_host:
+    case models::HostActivity::to_device: {
+      const bool in = r.activity == models::HostActivity::to_host;
+      op.cpu_total = op.cpu_total + d;
+      op.copies = op.copies + d;
+      host_copies_ = host_copies_ + d;
+      first(in ? first_to_host_ : first_to_device_, in ? to_host_ : to_device_);
+      ++(in ? to_host_ : to_device_);
+      (in ? to_host_total_ : to_device_total_) = (in ? to_host_total_ : to_device_total_) + d;
+      break;
+    }
     case models::HostActivity::synchronize:
+      sync_start_ = r.start;
       sync_ = sync_ + d;
       break;
   }
@@ -108,11 +138,14 @@ std::vector<OpProfile> ProfileCollector::key_averages() const {
   std::map<std::string, size_t> at;
   for (size_t i = 0; i < ops_.size(); ++i) {
     auto [it, fresh] = at.emplace(ops_[i].name, rows.size());
-    if (fresh) rows.push_back(OpProfile{ops_[i].name, 0, {}, {}, {}, 0});
+    if (fresh)
+      rows.push_back(OpProfile{ops_[i].name, 0, {}, {}, {}, 0, {}, {}, ops_[i].first_start});
     OpProfile& row = rows[it->second];
     row.calls += 1;
     row.self_cpu = row.self_cpu + ops_[i].self_cpu;
     row.cpu_total = row.cpu_total + ops_[i].cpu_total;
+    row.launch = row.launch + ops_[i].launch;
+    row.copies = row.copies + ops_[i].copies;
     for (uint32_t k : program_.host_ops[i].kernels) {
       row.device_total = row.device_total + kernels_[k].duration();
       ++row.kernels;
@@ -121,6 +154,61 @@ std::vector<OpProfile> ProfileCollector::key_averages() const {
   std::stable_sort(rows.begin(), rows.end(), [](const OpProfile& a, const OpProfile& b) {
     return a.device_total > b.device_total;
   });
+  return rows;
+}
+
+std::string kernel_row_name(const std::string& kernel) {
+  const auto open = kernel.rfind('(');
+  if (open == std::string::npos || open == 0 || kernel.back() != ')') return kernel;
+  return kernel.substr(0, open);
+}
+
+std::vector<KeyAveragesRow> ProfileCollector::profiler_rows() const {
+  if (!has_host()) return {};
+  struct Placed {
+    Picoseconds first;
+    size_t order;
+    KeyAveragesRow row;
+  };
+  std::vector<Placed> placed;
+  std::map<std::string, size_t> ops;
+  for (size_t i = 0; i < ops_.size(); ++i) {
+    auto [it, fresh] = ops.emplace(ops_[i].name, placed.size());
+    if (fresh) placed.push_back({ops_[i].first_start, placed.size(), {ops_[i].name}});
+    KeyAveragesRow& row = placed[it->second].row;
+    row.count += 1;
+    row.self_cpu_time_total += ops_[i].self_cpu.us();
+    row.cpu_time_total += ops_[i].cpu_total.us();
+    for (uint32_t k : program_.host_ops[i].kernels) {
+      row.self_device_time_total += kernels_[k].duration().us();
+      row.device_time_total += kernels_[k].duration().us();
+    }
+  }
+  auto runtime_row = [&](const char* key, uint64_t count, Picoseconds first, Picoseconds total) {
+    if (count == 0) return;
+    KeyAveragesRow row{key, count, total.us(), total.us()};
+    placed.push_back({first, placed.size(), row});
+  };
+  runtime_row(kLaunchRow, launches_, first_launch_, launch_total_);
+  runtime_row(kToHostRow, to_host_, first_to_host_, to_host_total_);
+  runtime_row(kToDeviceRow, to_device_, first_to_device_, to_device_total_);
+  runtime_row(kSynchronizeRow, 1, sync_start_, sync_);
+  std::map<std::string, size_t> kinds;
+  for (const KernelProfile& k : kernels_) {
+    const std::string name = kernel_row_name(k.name);
+    auto [it, fresh] = kinds.emplace(name, placed.size());
+    if (fresh) placed.push_back({k.start, placed.size(), {name}});
+    KeyAveragesRow& row = placed[it->second].row;
+    row.on_device = true;
+    row.count += 1;
+    row.self_device_time_total += k.duration().us();
+    row.device_time_total += k.duration().us();
+  }
+  std::stable_sort(placed.begin(), placed.end(), [](const Placed& a, const Placed& b) {
+    return a.first < b.first || (a.first == b.first && a.order < b.order);
+  });
+  std::vector<KeyAveragesRow> rows;
+  for (Placed& p : placed) rows.push_back(std::move(p.row));
   return rows;
 }
 
@@ -158,7 +246,8 @@ nlohmann::json ProfileCollector::json(Picoseconds total) const {
                  {"synchronize_time", secs(sync_)},
                  {"first_kernel_start_time", secs(first_kernel_start())},
                  {"kernel_launches", kernels_.size()},
-                 {"host_ops", ops_.size()}};
+                 {"host_ops", ops_.size()},
+                 {"host_copy_time", secs(host_copies_)}};
   nlohmann::json table = nlohmann::json::array();
   for (const OpProfile& o : key_averages()) {
     table.push_back(
@@ -172,6 +261,7 @@ nlohmann::json ProfileCollector::json(Picoseconds total) const {
          {"kernels", o.kernels}});
   }
   out["key_averages"] = table;
+  out["profiler_key_averages"] = key_averages_json(profiler_rows());
   return out;
 }
 
@@ -186,16 +276,33 @@ std::string ProfileCollector::text(Picoseconds total) const {
         "starts at {}\n",
         ops_.size(), kernels_.size(), us(host_cpu_), us(host_blocked_), us(sync_), us(device),
         total.value ? 100.0 * device.value / total.value : 0.0, us(first_kernel_start()));
-    out += "key_averages (sorted by device time):\n";
-    out += fmt::format("  {:<22}{:>6}{:>12}{:>12}{:>14}{:>12}{:>9}\n", "Name", "Calls", "Self CPU",
-                       "CPU total", "Device total", "Device avg", "Device%");
-    for (const OpProfile& o : key_averages()) {
-      out +=
-          fmt::format("  {:<22}{:>6}{:>12}{:>12}{:>14}{:>12}{:>8.1f}%\n", o.name, o.calls,
-                      us(o.self_cpu), us(o.cpu_total), us(o.device_total),
-                      us(o.calls ? Picoseconds(o.device_total.value / static_cast<int64_t>(o.calls))
-                                 : Picoseconds()),
-                      device.value ? 100.0 * o.device_total.value / device.value : 0.0);
+    std::map<std::string, uint64_t> on_host;
+    for (const isa::HostOp& op : program_.host_ops) {
+      if (op.on_host) ++on_host[op.name];
+    }
+    if (!on_host.empty()) {
+      std::vector<std::string> names;
+      uint64_t n = 0;
+      for (const auto& [name, count] : on_host) {
+        names.push_back(count > 1 ? fmt::format("{} x{}", name, count) : name);
+        n += count;
+      }
+      out += fmt::format(
+          "ran on the host (no lowering): {} op{} ({}); copies between host and device {}\n", n,
+          n == 1 ? "" : "s", fmt::join(names, ", "), us(host_copies_));
+    }
+    // torch.profiler's table, rows with the most device time first, as
+    // prof.key_averages().table(sort_by="device_time_total", row_limit=kTableRows) prints it.
+    constexpr int64_t kTableRows = 15;
+    const std::vector<KeyAveragesRow> rows = profiler_rows();
+    KeyAveragesTableOptions o;
+    o.sort_by = "device_time_total";
+    o.row_limit = kTableRows;
+    out += "key_averages (torch.profiler's table, sorted by device_time_total):\n";
+    out += key_averages_table(rows, o);
+    if (static_cast<int64_t>(rows.size()) > kTableRows) {
+      out += fmt::format("... {} more rows in stats.json (profiler_key_averages)\n",
+                         rows.size() - kTableRows);
     }
   }
   out += "kernels:\n";

@@ -12,6 +12,7 @@
 #include "config/arch.hpp"
 #include "isa/program.hpp"
 #include "models/records/records.hpp"
+#include "sim/report/key_averages.hpp"
 
 namespace trnsim::sim {
 
@@ -34,11 +35,27 @@ struct KernelProfile {
 struct OpProfile {
   std::string name;
   uint64_t calls = 0;
-  Picoseconds self_cpu;   // framework dispatch
+  Picoseconds self_cpu;   // framework dispatch (and, for an op run on the host, its computation)
   Picoseconds cpu_total;  // dispatch, launch calls, and launch calls blocked on a full queue
+                          // (an op run on the host: its computation and copies)
   Picoseconds device_total;
   uint64_t kernels = 0;
+  Picoseconds launch;  // its launch calls, blocked time included
+  Picoseconds copies;  // an op run on the host: its copies to and from the device
+  Picoseconds first_start;
 };
+
+// The key_averages row names of what is not an op: the runtime's launch call (the Neuron
+// runtime's nrt_execute), the copies of an op run on the host (named as torch.profiler names
+// CUDA's), and the final synchronization.
+inline constexpr const char* kLaunchRow = "nrt_execute";
+inline constexpr const char* kToHostRow = "Memcpy DtoH (Device -> Host)";
+inline constexpr const char* kToDeviceRow = "Memcpy HtoD (Host -> Device)";
+inline constexpr const char* kSynchronizeRow = "synchronize";
+
+// A kernel's row in key_averages: its name without the tensor it computes ("pow(x2)" -> "pow"),
+// so that the kernels of one kind add up as torch adds up calls of one CUDA kernel.
+std::string kernel_row_name(const std::string& kernel);
 
 class ProfileCollector : public models::EventSink {
  public:
@@ -52,7 +69,12 @@ class ProfileCollector : public models::EventSink {
   const std::vector<KernelProfile>& kernels() const { return kernels_; }
   // Per op name, sorted by device time, longest first.
   std::vector<OpProfile> key_averages() const;
+  // torch.profiler's key_averages(): a row per op name, per runtime call (launches, copies, the
+  // final synchronization) and per kernel name (the device's rows), in the order of their first
+  // start, in microseconds.
+  std::vector<KeyAveragesRow> profiler_rows() const;
   Picoseconds host_cpu() const { return host_cpu_; }          // framework + runtime, waits excluded
+  Picoseconds host_copies() const { return host_copies_; }    // ops run on the host: copies
   Picoseconds host_blocked() const { return host_blocked_; }  // launch calls on a full queue
   Picoseconds sync_wait() const { return sync_; }             // the final synchronization
   Picoseconds device_busy() const;                            // sum of kernel durations
@@ -67,7 +89,11 @@ class ProfileCollector : public models::EventSink {
   const isa::Program& program_;
   std::vector<KernelProfile> kernels_;
   std::vector<OpProfile> ops_;  // per host op (index), merged by name in key_averages()
-  Picoseconds host_cpu_, host_blocked_, sync_;
+  Picoseconds host_cpu_, host_blocked_, sync_, host_copies_;
+  Picoseconds sync_start_;
+  uint64_t launches_ = 0, to_host_ = 0, to_device_ = 0;
+  Picoseconds launch_total_, to_host_total_, to_device_total_;
+  Picoseconds first_launch_, first_to_host_, first_to_device_;
 };
 
 }  // namespace trnsim::sim

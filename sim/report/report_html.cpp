@@ -385,6 +385,19 @@ void ReportWriter::on_host(const models::HostRecord& r) {
       break;
     case models::HostActivity::synchronize:
       break;
+    case models::HostActivity::to_host:
+    case models::HostActivity::to_device: {
+      const isa::HostOp& op = program_.host_ops[r.op];
+      name = r.activity == models::HostActivity::to_host
+                 ? name_id("copy " + op.to_host[r.copy].tensor + " to host")
+                 : name_id("copy " + op.to_device[r.copy].tensor + " to device");
+      kind = ReportEventKind::host_launch;
+      break;
+    }
+    case models::HostActivity::host_compute:
+      name = name_id(program_.host_ops[r.op].name + " on host");
+      kind = ReportEventKind::host_dispatch;
+      break;
   }
   add({r.start.value, (r.end - r.start).value, r.op, static_cast<uint32_t>(r.kernel), name, 0,
        static_cast<uint16_t>(r.lane == models::HostLane::framework ? lanes_.framework()

@@ -133,6 +133,7 @@ json stats_json(const RunReport& r) {
           {"kernels", profile["kernels"]},
           {"host", profile.value("host", json())},
           {"key_averages", profile.value("key_averages", json::array())},
+          {"profiler_key_averages", profile.value("profiler_key_averages", json::array())},
           {"choices", r.kernel.choices},
           {"check", check},
           {"memory_model", memory_model_json(r)},

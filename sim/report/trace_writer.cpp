@@ -654,6 +654,15 @@ void TraceWriter::on_host(const models::HostRecord& r) {
     case models::HostActivity::synchronize:
       name = "synchronize";
       break;
+    case models::HostActivity::to_host:
+      name = fmt::format("copy {} to host", program_.host_ops[r.op].to_host[r.copy].tensor);
+      break;
+    case models::HostActivity::host_compute:
+      name = op + " on host";
+      break;
+    case models::HostActivity::to_device:
+      name = fmt::format("copy {} to device", program_.host_ops[r.op].to_device[r.copy].tensor);
+      break;
   }
   const int tid = framework ? kFrameworkLane : kRuntimeLane;
   event(fmt::format(

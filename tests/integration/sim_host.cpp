@@ -2,6 +2,7 @@
 // each starting when the previous one has drained and its launch has arrived; the host
 // dispatches ops, launches kernels asynchronously up to host.max_inflight, and synchronizes at
 // the end. One simulation per test case (a process of its own).
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <vector>
 
@@ -198,4 +199,54 @@ TEST_CASE("a device faster than the host idles between kernels, waiting for laun
   CHECK(rec.kernels[1].arrived == ns(2 * 22000 + 1000));
   CHECK(rec.kernels[1].start == ns(2 * 22000 + 1000 + 500));
   CHECK(rec.kernels[1].start - rec.kernels[0].end > ns(15000));
+}
+
+TEST_CASE(
+    "an op run on the host copies its inputs after the device drains, computes, and copies "
+    "its results back before the next dispatch") {
+  ArchConfig arch = host_arch();
+  arch.host.transfer_latency_ns = 700;
+  arch.host.transfer_bytes_per_ns = 16;
+  arch.host.cpu_bytes_per_ns = 4;
+  Program p;
+  append_kernel(p, compute_kernel(32768), "k0");
+  append_kernel(p, compute_kernel(512), "k1");
+  p.host_ops.push_back(HostOp{"aten::exp", {0}});
+  HostOp fallback("aten::cumsum", {});
+  fallback.on_host = true;
+  fallback.to_host = {{"a", 16000}, {"b", 3200}};
+  fallback.to_device = {{"c", 8000}};
+  fallback.host_bytes = 24000;
+  p.host_ops.push_back(fallback);
+  p.host_ops.push_back(HostOp{"aten::mul", {1}});
+  validate(p, arch);
+  Recorder rec;
+  REQUIRE(models::simulate(p, arch, nullptr, rec).completed);
+  REQUIRE(rec.kernels.size() == 2);
+  std::vector<models::HostRecord> fb;
+  for (const auto& h : rec.host) {
+    if (h.op == 1) fb.push_back(h);
+  }
+  // dispatch, two copies to the host, the CPU op, one copy back
+  REQUIRE(fb.size() == 5);
+  CHECK(fb[0].activity == models::HostActivity::dispatch);
+  CHECK(fb[1].activity == models::HostActivity::to_host);
+  CHECK(fb[2].activity == models::HostActivity::to_host);
+  CHECK(fb[3].activity == models::HostActivity::host_compute);
+  CHECK(fb[4].activity == models::HostActivity::to_device);
+  // The first copy waits for the kernel launched before it (its input is that kernel's result).
+  CHECK(fb[1].start == fb[0].end);
+  CHECK(fb[1].end == rec.kernels[0].end + ns(700 + 16000.0 / 16));
+  CHECK(fb[2].end == fb[2].start + ns(700 + 3200.0 / 16));
+  CHECK(fb[3].end == fb[3].start + ns(24000.0 / 4));
+  CHECK(fb[4].end == fb[4].start + ns(700 + 8000.0 / 16));
+  CHECK(fb[3].lane == models::HostLane::framework);
+  CHECK(fb[4].lane == models::HostLane::runtime);
+  // The next op is dispatched only when the result is back on the device.
+  const auto next = std::find_if(rec.host.begin(), rec.host.end(), [](const auto& h) {
+    return h.op == 2 && h.activity == models::HostActivity::dispatch;
+  });
+  REQUIRE(next != rec.host.end());
+  CHECK(next->start == fb[4].end);
+  CHECK(rec.kernels[1].start > fb[4].end);
 }

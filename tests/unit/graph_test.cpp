@@ -175,3 +175,28 @@ TEST_CASE("npy files round-trip and bad ones are refused with a reason") {
   CHECK_THROWS_WITH(parse_npy(wrong), Contains("'<i4' is not supported"));
   CHECK_THROWS_WITH(parse_npy(bytes.substr(0, bytes.size() - 4)), Contains("expected 24 bytes"));
 }
+
+TEST_CASE("the ops PyTorch programs need: errors name the op and field") {
+  CHECK_THAT(error_of(one_op(R"({"op": "permute", "args": ["x"], "dims": [0, 0], "out": "y"})")),
+             Contains("/ops/0/dims/1") && Contains("each dimension of a rank-2 tensor once"));
+  CHECK_THAT(error_of(one_op(R"({"op": "reshape", "args": ["x"], "shape": [5, 7], "out": "y"})")),
+             Contains("/ops/0/shape") && Contains("x has 32 elements; shape [5,7] has 35"));
+  CHECK_THAT(error_of(one_op(R"({"op": "to", "args": ["x"], "out": "y"})")),
+             Contains("/ops/0/dtype") && Contains("missing"));
+  CHECK_THAT(error_of(one_op(R"({"op": "host", "args": ["x"], "out": "y"})")),
+             Contains("/ops/0/out") && Contains("an op that runs on the host names its results"));
+  CHECK_THAT(error_of(one_op(R"({"op": "cat", "args": ["x", "x"], "dim": 3, "out": "y"})")),
+             Contains("/ops/0/dim") && Contains("(-2 to 1), got 3"));
+  CHECK_THAT(error_of(one_op(R"({"op": "exp", "args": ["x"], "out": "y", "mode": "lazy"})")),
+             Contains("/ops/0/mode"));
+  CHECK_THAT(error_of(one_op(R"({"op": "exp", "args": ["x"], "out": "y", "call": "a"})")),
+             Contains("/ops/0/call") && Contains("non-negative integer"));
+}
+
+TEST_CASE("a reshape is no kernel; permute, slice and cat are a DMA kernel each") {
+  CHECK(kernels_of(one_op(R"({"op": "reshape", "args": ["x"], "shape": [8, 4], "out": "r"},
+                             {"op": "exp", "args": ["r"], "out": "y"})")) == 1);
+  CHECK(kernels_of(one_op(R"({"op": "permute", "args": ["x"], "dims": [1, 0], "out": "p"},
+                             {"op": "slice", "args": ["p"], "dim": 0, "start": 2, "out": "s"},
+                             {"op": "cat", "args": ["s", "s"], "dim": 1, "out": "y"})")) == 3);
+}

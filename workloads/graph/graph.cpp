@@ -16,6 +16,9 @@ using nlohmann::json;
 
 namespace {
 
+constexpr int kMaxCat = 64;       // tensors one cat joins
+constexpr int kMaxHostArgs = 64;  // device tensors an op run on the host reads
+
 struct OpInfo {
   const char* name;
   OpKind kind;
@@ -48,11 +51,19 @@ const std::vector<OpInfo>& op_table() {
       {"sum", OpKind::reduction, 1, 0, {"dim", "keepdim"}},
       {"mean", OpKind::reduction, 1, 0, {"dim", "keepdim"}},
       {"max", OpKind::reduction, 1, 0, {"dim", "keepdim"}},
-      {"matmul", OpKind::kernel, 2, 0, {"strategy"}},
+      {"matmul", OpKind::kernel, 2, 0, {"strategy", "transpose_b"}},
       {"transpose", OpKind::kernel, 1, 0, {"dim0", "dim1"}},
       {"softmax", OpKind::kernel, 1, 0, {"dim"}},
       {"rms_norm", OpKind::kernel, 1, 1, {"eps", "normalized_shape"}},
       {"layer_norm", OpKind::kernel, 1, 2, {"eps", "normalized_shape"}},
+      {"to", OpKind::unary, 1, 0, {}},
+      {"reshape", OpKind::view, 1, 0, {"shape"}},
+      {"view", OpKind::view, 0, 1, {}},
+      {"permute", OpKind::copy, 1, 0, {"dims"}},
+      {"slice", OpKind::copy, 1, 0, {"dim", "start", "end", "step"}},
+      {"cat", OpKind::copy, 1, kMaxCat - 1, {"dim"}},
+      {"clone", OpKind::copy, 1, 0, {}},
+      {"host", OpKind::host, 0, kMaxHostArgs, {}},
   };
   return t;
 }
@@ -85,6 +96,7 @@ bool broadcast(const std::vector<int64_t>& a, const std::vector<int64_t>& b,
 struct Parser {
   const std::string& file;
   Graph g;
+  std::string dir;                                    // of the workload file, for .npy paths
   std::map<std::string, const GraphTensor*> tensors;  // rebuilt as ops are added
   isa::DType default_dtype = isa::DType::bf16;
 
@@ -157,10 +169,20 @@ struct Parser {
 
   void parse_input(const std::string& name, const json& v, const std::string& where,
                    const std::string& dir) {
+    GraphInput in = tensor_spec(name, v, where, dir);
+    add_tensor(in.tensor, where);
+    g.inputs.push_back(std::move(in));
+  }
+
+  // A tensor given by its shape, dtype and values (an input, or a result of an op that runs on
+  // the host).
+  GraphInput tensor_spec(const std::string& name, const json& v, const std::string& where,
+                         const std::string& dir) const {
     if (!v.is_object()) fail(where, fmt::format("expected an object, got {}", v.type_name()));
     check_keys(v, where, {"shape", "dtype", "init", "npy", "mean", "std", "low", "high"},
                "an input");
     GraphInput in;
+    in.where = where;
     in.tensor.name = name;
     if (!v.contains("shape")) fail(where + "/shape", "missing; expected the tensor's shape");
     in.tensor.shape = shape(v["shape"], where + "/shape");
@@ -205,8 +227,7 @@ struct Parser {
       const std::string p = v["npy"].get<std::string>();
       in.init.path = !p.empty() && p[0] == '/' ? p : dir + p;
     }
-    add_tensor(in.tensor, where);
-    g.inputs.push_back(std::move(in));
+    return in;
   }
 
   const GraphTensor& tensor(const std::string& name, const std::string& where) const {
@@ -254,9 +275,35 @@ struct Parser {
                        near.empty() ? "" : fmt::format(" (did you mean \"{}\"?)", near)));
     }
     op.kind = info->kind;
-    std::vector<std::string> keys = {"op", "args", "out", "dtype"};
+    std::vector<std::string> keys = {"op", "args", "out", "name", "mode", "call"};
+    if (op.kind != OpKind::host) keys.push_back("dtype");
     keys.insert(keys.end(), info->attrs.begin(), info->attrs.end());
     check_keys(v, where, keys, "op " + op.op);
+    if (v.contains("name")) {
+      const json& n = v["name"];
+      if (!n.is_string() || n.get<std::string>().empty() || n.get<std::string>().size() > 128) {
+        fail(where + "/name",
+             fmt::format("expected the op's name for the profile (1 to 128 characters, e.g. "
+                         "\"aten::mm\"), got {}",
+                         n.dump()));
+      }
+      op.name = n.get<std::string>();
+    }
+    if (op.name.empty()) op.name = aten_name(op.op);
+    if (v.contains("mode")) {
+      const json& m = v["mode"];
+      if (!m.is_string() || (m != "eager" && m != "compile")) {
+        fail(where + "/mode", fmt::format("expected \"eager\" or \"compile\", got {}", m.dump()));
+      }
+      op.mode = m.get<std::string>();
+    }
+    if (v.contains("call")) {
+      const json& c = v["call"];
+      if (!c.is_number_integer() || c.get<int64_t>() < 0) {
+        fail(where + "/call", fmt::format("expected a non-negative integer, got {}", c.dump()));
+      }
+      op.call = c.get<int64_t>();
+    }
     if (!v.contains("args") || !v["args"].is_array()) {
       fail(where + "/args", "missing; expected an array of tensor names and numbers");
     }
@@ -283,6 +330,18 @@ struct Parser {
       }
       op.args.push_back(a);
     }
+    if (op.kind == OpKind::host) {
+      parse_host_op(v, op);
+      return;
+    }
+    if (op.op == "view") {
+      // A view op's dispatch: nothing computed, nothing named.
+      if (v.contains("out")) {
+        fail(where + "/out", "a view op has no output (use reshape for another shape)");
+      }
+      g.ops.push_back(std::move(op));
+      return;
+    }
     if (info->kind == OpKind::binary && !op.args[0].is_tensor() && !op.args[1].is_tensor()) {
       fail(where + "/args", "at least one argument must be a tensor");
     }
@@ -297,6 +356,14 @@ struct Parser {
     const GraphTensor& x =
         tensor(op.args[0].is_tensor() ? op.args[0].tensor : op.args[1].tensor, where + "/args");
     op.out.dtype = v.contains("dtype") ? dtype(v["dtype"], where + "/dtype") : x.dtype;
+    if (op.op == "to" && !v.contains("dtype")) {
+      fail(where + "/dtype", "missing; expected the dtype to convert to");
+    }
+    if ((op.kind == OpKind::view || op.kind == OpKind::copy) && op.out.dtype != x.dtype) {
+      fail(where + "/dtype",
+           fmt::format("{} moves data without converting it; use \"to\" to change its dtype",
+                       op.op));
+    }
     switch (info->kind) {
       case OpKind::unary:
         op.out.shape = x.shape;
@@ -340,8 +407,159 @@ struct Parser {
       case OpKind::kernel:
         parse_kernel_op(v, op, x);
         break;
+      case OpKind::view:
+        parse_reshape(v, op, x);
+        break;
+      case OpKind::copy:
+        parse_copy_op(v, op, x);
+        break;
+      case OpKind::host:
+        break;
     }
     add_tensor(op.out, where + "/out");
+    g.ops.push_back(std::move(op));
+  }
+
+  // A dimension attribute: an integer in [-rank, rank), as a non-negative index.
+  int64_t dim_attr(const json& v, const std::string& where, const char* key, size_t rank) const {
+    if (!v.contains(key)) fail(where + "/" + key, "missing; expected a dimension");
+    const json& d = v[key];
+    const auto r = static_cast<int64_t>(rank);
+    if (!d.is_number_integer() || d.get<int64_t>() < -r || d.get<int64_t>() >= r) {
+      fail(where + "/" + key,
+           fmt::format("expected a dimension of a rank-{} tensor ({} to {}), got {}", rank, -r,
+                       r - 1, d.dump()));
+    }
+    const int64_t i = d.get<int64_t>();
+    return i < 0 ? i + r : i;
+  }
+
+  void parse_reshape(const json& v, GraphOp& op, const GraphTensor& x) {
+    const std::string at = op.where + "/shape";
+    if (!v.contains("shape") || !v["shape"].is_array() || v["shape"].empty() ||
+        v["shape"].size() > 4) {
+      fail(at, "missing or not an array of 1 to 4 sizes (one may be -1)");
+    }
+    uint64_t known = 1;
+    int free = -1;
+    for (size_t i = 0; i < v["shape"].size(); ++i) {
+      const json& d = v["shape"][i];
+      if (!d.is_number_integer() || d.get<int64_t>() < -1 || d.get<int64_t>() == 0 ||
+          d.get<int64_t>() > (int64_t{1} << 32)) {
+        fail(fmt::format("{}/{}", at, i),
+             fmt::format("expected a positive size or -1, got {}", d.dump()));
+      }
+      if (d.get<int64_t>() == -1) {
+        if (free >= 0) fail(fmt::format("{}/{}", at, i), "only one size may be -1");
+        free = static_cast<int>(i);
+        op.out.shape.push_back(1);
+        continue;
+      }
+      op.out.shape.push_back(d.get<int64_t>());
+      known *= static_cast<uint64_t>(d.get<int64_t>());
+    }
+    if (free >= 0 && known > 0 && x.elements() % known == 0) {
+      op.out.shape[static_cast<size_t>(free)] = static_cast<int64_t>(x.elements() / known);
+    }
+    if (op.out.elements() != x.elements()) {
+      fail(at, fmt::format("{} has {} elements; shape {} has {}", x.name, x.elements(),
+                           v["shape"].dump(),
+                           free >= 0 ? std::string("no whole size for -1")
+                                     : std::to_string(op.out.elements())));
+    }
+  }
+
+  void parse_copy_op(const json& v, GraphOp& op, const GraphTensor& x) {
+    const std::string& where = op.where;
+    const size_t rank = x.shape.size();
+    if (op.op == "permute") {
+      if (!v.contains("dims") || !v["dims"].is_array() || v["dims"].size() != rank) {
+        fail(where + "/dims", fmt::format("missing or not a permutation of the {} dimensions of "
+                                          "{}",
+                                          rank, x.name));
+      }
+      std::vector<bool> seen(rank, false);
+      for (size_t i = 0; i < rank; ++i) {
+        const json& d = v["dims"][i];
+        const auto r = static_cast<int64_t>(rank);
+        if (!d.is_number_integer() || d.get<int64_t>() < -r || d.get<int64_t>() >= r ||
+            seen[static_cast<size_t>((d.get<int64_t>() + r) % r)]) {
+          fail(fmt::format("{}/dims/{}", where, i),
+               fmt::format("expected each dimension of a rank-{} tensor once, got {}", rank,
+                           v["dims"].dump()));
+        }
+        const int64_t k = (d.get<int64_t>() + r) % r;
+        seen[static_cast<size_t>(k)] = true;
+        op.dims.push_back(k);
+        op.out.shape.push_back(x.shape[static_cast<size_t>(k)]);
+      }
+    } else if (op.op == "slice") {
+      op.dim = dim_attr(v, where, "dim", rank);
+      const int64_t size = x.shape[static_cast<size_t>(op.dim)];
+      auto bound = [&](const char* key, int64_t dflt) {
+        if (!v.contains(key)) return dflt;
+        if (!v[key].is_number_integer()) {
+          fail(where + "/" + key, fmt::format("expected an integer, got {}", v[key].dump()));
+        }
+        // Python's rules: negative counts from the end, out-of-range clamps.
+        int64_t i = v[key].get<int64_t>();
+        if (i < 0) i = std::max<int64_t>(0, i + size);
+        return std::min(i, size);
+      };
+      op.start = bound("start", 0);
+      op.end = bound("end", size);
+      if (v.contains("step")) {
+        const json& st = v["step"];
+        if (!st.is_number_integer() || st.get<int64_t>() < 1 || st.get<int64_t>() > size) {
+          fail(where + "/step",
+               fmt::format("expected a step from 1 to {}, got {}", size, st.dump()));
+        }
+        op.step = st.get<int64_t>();
+      }
+      if (op.end <= op.start) {
+        fail(where, fmt::format("slice [{}:{}] of dimension {} ({} elements) is empty", op.start,
+                                op.end, op.dim, size));
+      }
+      op.out.shape = x.shape;
+      op.out.shape[static_cast<size_t>(op.dim)] = (op.end - op.start + op.step - 1) / op.step;
+    } else if (op.op == "cat") {
+      op.dim = dim_attr(v, where, "dim", rank);
+      op.out.shape = x.shape;
+      for (size_t i = 1; i < op.args.size(); ++i) {
+        const std::string at = fmt::format("{}/args/{}", where, i);
+        const GraphTensor& t = tensor(op.args[i].tensor, at);
+        bool same = t.shape.size() == rank && t.dtype == x.dtype;
+        for (size_t d = 0; same && d < rank; ++d) {
+          same = static_cast<int64_t>(d) == op.dim || t.shape[d] == x.shape[d];
+        }
+        if (!same) {
+          fail(at, fmt::format("cat joins {} tensors of shape {} along dimension {}; {} is {} "
+                               "{}",
+                               isa::name_of(x.dtype), shape_text(x.shape), op.dim, t.name,
+                               isa::name_of(t.dtype), shape_text(t.shape)));
+        }
+        op.out.shape[static_cast<size_t>(op.dim)] += t.shape[static_cast<size_t>(op.dim)];
+      }
+    } else {  // clone
+      op.out.shape = x.shape;
+    }
+  }
+
+  void parse_host_op(const json& v, GraphOp& op) {
+    const std::string at = op.where + "/out";
+    if (!v.contains("out") || !v["out"].is_object()) {
+      fail(at,
+           "missing or not an object; an op that runs on the host names its results with "
+           "their shape, dtype and values, like inputs ({} when they stay on the host)");
+    }
+    for (const auto& item : v["out"].items()) {
+      check_name(json(item.key()), at + "/" + item.key());
+      GraphInput r = tensor_spec(item.key(), item.value(), at + "/" + item.key(), dir);
+      add_tensor(r.tensor, at + "/" + item.key());
+      op.results.push_back(std::move(r));
+    }
+    if (op.results.size() > 16) fail(at, "at most 16 results");
+    if (!op.results.empty()) op.out = op.results.front().tensor;
     g.ops.push_back(std::move(op));
   }
 
@@ -349,12 +567,31 @@ struct Parser {
     const std::string& where = op.where;
     if (op.op == "matmul") {
       const GraphTensor& b = tensor(op.args[1].tensor, where + "/args/1");
-      if (x.shape.size() != 2 || b.shape.size() != 2 || x.shape[1] != b.shape[0]) {
-        fail(where + "/args", fmt::format("matmul takes [M, K] and [K, N], got {} and {}",
-                                          shape_text(x.shape), shape_text(b.shape)));
+      if (v.contains("transpose_b")) {
+        if (!v["transpose_b"].is_boolean()) fail(where + "/transpose_b", "expected true or false");
+        op.transpose_b = v["transpose_b"].get<bool>();
+      }
+      // a [..., M, K] @ b [..., K, N] (b [..., N, K] with transpose_b): the same batch
+      // dimensions, or b of two dimensions for every batch.
+      const size_t ra = x.shape.size(), rb = b.shape.size();
+      bool ok = ra >= 2 && rb >= 2 && (rb == 2 || rb == ra);
+      int64_t k_b = 0, n = 0;
+      if (ok) {
+        k_b = b.shape[rb - (op.transpose_b ? 1 : 2)];
+        n = b.shape[rb - (op.transpose_b ? 2 : 1)];
+        ok = x.shape[ra - 1] == k_b &&
+             (rb == 2 || std::equal(b.shape.begin(), b.shape.end() - 2, x.shape.begin()));
+      }
+      if (!ok) {
+        fail(where + "/args",
+             fmt::format("matmul takes [M, K] and {}, each after the same batch dimensions (or "
+                         "none for b); got {} and {}",
+                         op.transpose_b ? "[N, K] (transpose_b)" : "[K, N]", shape_text(x.shape),
+                         shape_text(b.shape)));
       }
       if (b.dtype != x.dtype) fail(where + "/args", "matmul operands must have the same dtype");
-      op.out.shape = {x.shape[0], b.shape[1]};
+      op.out.shape = x.shape;
+      op.out.shape.back() = n;
       if (v.contains("strategy")) {
         const json& s = v["strategy"];
         if (!s.is_number_integer() || s.get<int64_t>() < 1 || s.get<int64_t>() > 4) {
@@ -425,8 +662,36 @@ const GraphTensor* Graph::find(const std::string& name) const {
   }
   for (const auto& op : ops) {
     if (op.out.name == name) return &op.out;
+    for (const auto& r : op.results) {
+      if (r.tensor.name == name) return &r.tensor;
+    }
   }
   return nullptr;
+}
+
+const GraphOp* Graph::producer(const std::string& name) const {
+  for (const auto& op : ops) {
+    if (op.out.name == name) return &op;
+    for (const auto& r : op.results) {
+      if (r.tensor.name == name) return &op;
+    }
+  }
+  return nullptr;
+}
+
+const std::string& Graph::base_of(const std::string& name) const {
+  const GraphOp* p = producer(name);
+  if (p == nullptr || p->kind != OpKind::view) return name;
+  return base_of(p->args[0].tensor);
+}
+
+std::vector<const GraphInput*> Graph::given_tensors() const {
+  std::vector<const GraphInput*> out;
+  for (const auto& in : inputs) out.push_back(&in);
+  for (const auto& op : ops) {
+    for (const auto& r : op.results) out.push_back(&r);
+  }
+  return out;
 }
 
 bool is_graph_document(const json& doc) {
@@ -450,7 +715,7 @@ std::string aten_name(const std::string& op) {
 }
 
 Graph parse_graph(const json& doc, const std::string& file) {
-  Parser p{file, {}, {}, isa::DType::bf16};
+  Parser p{file, {}, {}, {}, isa::DType::bf16};
   p.check_keys(doc, "", graph_keys(), "a graph workload");
   if (doc.contains("mode")) {
     const json& m = doc["mode"];
@@ -460,9 +725,9 @@ Graph parse_graph(const json& doc, const std::string& file) {
     p.g.mode = m.get<std::string>();
   }
   if (doc.contains("dtype")) p.default_dtype = p.dtype(doc["dtype"], "/dtype");
-  const std::string dir = file.find('/') == std::string::npos
-                              ? std::string()
-                              : file.substr(0, file.find_last_of('/') + 1);
+  p.dir = file.find('/') == std::string::npos ? std::string()
+                                              : file.substr(0, file.find_last_of('/') + 1);
+  const std::string& dir = p.dir;
   if (!doc.contains("inputs") || !doc["inputs"].is_object() || doc["inputs"].empty()) {
     p.fail("/inputs", "missing or empty; expected an object of named input tensors");
   }
@@ -475,7 +740,10 @@ Graph parse_graph(const json& doc, const std::string& file) {
   if (ops.size() > 10000) p.fail("/ops", "more than 10000 ops");
   for (size_t i = 0; i < ops.size(); ++i) p.parse_op(ops[i], i);
   if (!doc.contains("outputs")) {
-    p.g.outputs.push_back(p.g.ops.back().out.name);
+    for (auto op = p.g.ops.rbegin(); op != p.g.ops.rend() && p.g.outputs.empty(); ++op) {
+      if (!op->out.name.empty()) p.g.outputs.push_back(op->out.name);
+    }
+    if (p.g.outputs.empty()) p.fail("/outputs", "no op has a result on the device to output");
   } else {
     const json& o = doc["outputs"];
     if (!o.is_array() || o.empty()) p.fail("/outputs", "expected a non-empty array of names");
@@ -579,6 +847,7 @@ double unary(const GraphOp& op, double x) {
   if (f == "sigmoid") return 1.0 / (1.0 + std::exp(-x));
   if (f == "relu") return x > 0 ? x : 0.0;
   if (f == "gelu") return gelu(x, op.approximate == "tanh");
+  if (f == "to") return x;
   return x / (1.0 + std::exp(-x));  // silu
 }
 
@@ -594,15 +863,55 @@ double binary(const std::string& f, double a, double b) {
 
 }  // namespace
 
+namespace {
+
+// Row-major strides of `shape`, in elements.
+std::vector<int64_t> strides_of(const std::vector<int64_t>& shape) {
+  std::vector<int64_t> st(shape.size(), 1);
+  for (size_t d = shape.size(); d-- > 1;) st[d - 1] = st[d] * shape[d];
+  return st;
+}
+
+// out[i] = x[offset + sum of index(i)[d] * stride[d]] over the output's row-major indices: a
+// strided view of x read out in order (permute, slice).
+void gather(const std::vector<double>& x, const std::vector<int64_t>& shape,
+            const std::vector<int64_t>& stride, int64_t offset, double* out) {
+  std::vector<int64_t> idx(shape.size(), 0);
+  uint64_t n = 1;
+  for (int64_t d : shape) n *= static_cast<uint64_t>(d);
+  for (uint64_t i = 0; i < n; ++i) {
+    int64_t at = offset;
+    for (size_t d = 0; d < shape.size(); ++d) at += idx[d] * stride[d];
+    out[i] = x[static_cast<size_t>(at)];
+    for (size_t d = shape.size(); d-- > 0;) {
+      if (++idx[d] < shape[d]) break;
+      idx[d] = 0;
+    }
+  }
+}
+
+}  // namespace
+
 GraphValues evaluate_graph(const Graph& g, const std::vector<std::vector<float>>& inputs,
                            const std::vector<std::string>& rounded) {
   GraphValues v;
+  const std::vector<const GraphInput*> given = g.given_tensors();
   for (size_t i = 0; i < g.inputs.size(); ++i) {
     v.names.push_back(g.inputs[i].tensor.name);
     v.values.emplace_back(inputs[i].begin(), inputs[i].end());
   }
+  size_t next_given = g.inputs.size();
   auto get = [&](const std::string& n) -> const std::vector<double>& { return *v.find(n); };
   for (const GraphOp& op : g.ops) {
+    if (op.kind == OpKind::view && op.out.name.empty()) continue;  // a view op's dispatch
+    if (op.kind == OpKind::host) {
+      for (const GraphInput& r : op.results) {
+        v.names.push_back(r.tensor.name);
+        v.values.emplace_back(inputs[next_given].begin(), inputs[next_given].end());
+        ++next_given;
+      }
+      continue;
+    }
     std::vector<double> out(op.out.elements());
     const GraphTensor& x0 = *g.find(op.args[0].is_tensor() ? op.args[0].tensor : op.args[1].tensor);
     if (op.kind == OpKind::unary) {
@@ -629,13 +938,55 @@ GraphValues evaluate_graph(const Graph& g, const std::vector<std::vector<float>>
         for (int64_t i = 0; i < h; ++i) acc = op.op == "max" ? std::max(acc, row[i]) : acc + row[i];
         out[r] = op.op == "mean" ? acc / static_cast<double>(h) : acc;
       }
+    } else if (op.kind == OpKind::view || op.op == "clone") {
+      const auto& x = get(op.args[0].tensor);
+      std::copy(x.begin(), x.end(), out.begin());
+    } else if (op.op == "permute") {
+      const std::vector<int64_t> in_stride = strides_of(x0.shape);
+      std::vector<int64_t> stride;
+      for (int64_t d : op.dims) stride.push_back(in_stride[static_cast<size_t>(d)]);
+      gather(get(op.args[0].tensor), op.out.shape, stride, 0, out.data());
+    } else if (op.op == "slice") {
+      std::vector<int64_t> stride = strides_of(x0.shape);
+      const int64_t offset = op.start * stride[static_cast<size_t>(op.dim)];
+      stride[static_cast<size_t>(op.dim)] *= op.step;
+      gather(get(op.args[0].tensor), op.out.shape, stride, offset, out.data());
+    } else if (op.op == "cat") {
+      // Each input fills a slice of the output along dim.
+      const std::vector<int64_t> out_stride = strides_of(op.out.shape);
+      int64_t at = 0;
+      for (const GraphArg& a : op.args) {
+        const GraphTensor& t = *g.find(a.tensor);
+        const auto& x = get(a.tensor);
+        std::vector<int64_t> idx(t.shape.size(), 0);
+        for (double value : x) {
+          int64_t o = at * out_stride[static_cast<size_t>(op.dim)];
+          for (size_t d = 0; d < idx.size(); ++d) o += idx[d] * out_stride[d];
+          out[static_cast<size_t>(o)] = value;
+          for (size_t d = idx.size(); d-- > 0;) {
+            if (++idx[d] < t.shape[d]) break;
+            idx[d] = 0;
+          }
+        }
+        at += t.shape[static_cast<size_t>(op.dim)];
+      }
     } else if (op.op == "matmul") {
       const GraphTensor& b = *g.find(op.args[1].tensor);
       using Mat = Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
-      Eigen::Map<const Mat> ma(get(op.args[0].tensor).data(), x0.shape[0], x0.shape[1]);
-      Eigen::Map<const Mat> mb(get(op.args[1].tensor).data(), b.shape[0], b.shape[1]);
-      Eigen::Map<Mat> mc(out.data(), x0.shape[0], b.shape[1]);
-      mc.noalias() = ma * mb;
+      const int64_t m = x0.shape[x0.shape.size() - 2], k = x0.shape.back();
+      const int64_t n = op.out.shape.back();
+      const uint64_t batches = op.out.elements() / static_cast<uint64_t>(m * n);
+      const bool shared_b = b.shape.size() == 2;
+      for (uint64_t i = 0; i < batches; ++i) {
+        Eigen::Map<const Mat> ma(get(op.args[0].tensor).data() + i * m * k, m, k);
+        const double* bp = get(op.args[1].tensor).data() + (shared_b ? 0 : i * k * n);
+        Eigen::Map<Mat> mc(out.data() + i * m * n, m, n);
+        if (op.transpose_b) {
+          mc.noalias() = ma * Eigen::Map<const Mat>(bp, n, k).transpose();
+        } else {
+          mc.noalias() = ma * Eigen::Map<const Mat>(bp, k, n);
+        }
+      }
     } else if (op.op == "transpose") {
       const auto& x = get(op.args[0].tensor);
       const int64_t rows = x0.shape[0], cols = x0.shape[1];

@@ -33,6 +33,7 @@ struct GraphInit {
 struct GraphInput {
   GraphTensor tensor;
   GraphInit init;
+  std::string where;  // "/inputs/x", for messages
 };
 
 struct GraphArg {
@@ -46,6 +47,10 @@ enum class OpKind {
   binary,     // elementwise, with broadcasting
   reduction,  // along the last dimension
   kernel,     // a kernel of its own (matmul, transpose, softmax, rms_norm, layer_norm)
+  view,       // another shape for the same data (reshape), or a view op's dispatch alone
+              // (view: metadata, no output): no kernel, no data moved
+  copy,       // data movement by DMA alone (permute, slice, cat, clone): a kernel of its own
+  host,       // an op with no lowering, run on the host (docs/workloads.md)
 };
 
 struct GraphOp {
@@ -59,6 +64,21 @@ struct GraphOp {
   double eps = 0;
   std::string approximate = "none";
   int strategy = 3;
+  bool transpose_b = false;   // matmul: b given as [..., N, K]
+  std::vector<int64_t> dims;  // permute: the output's dimensions in the input's numbering
+  int64_t dim = 0;            // slice, cat: the dimension (non-negative)
+  int64_t start = 0, end = 0, step = 1;  // slice
+  // The framework op's name for the profile ("aten::mm"); default aten_name(op).
+  std::string name;
+  // "eager" or "compile": the graph's mode unless the op sets its own.
+  std::string mode;
+  // Consecutive eager ops of one call (the same number) are one framework call: dispatched
+  // once, launching all of their kernels (a PyTorch op whose input is copied to a contiguous
+  // layout first; addmm as a matmul and an add). -1: a call of its own.
+  int64_t call = -1;
+  // host: the results the op copies back to the device (shape, dtype and values like an
+  // input's); `out` is the first of them (none: the op's results stay on the host).
+  std::vector<GraphInput> results;
   std::string where;  // "/ops/3", for messages
 };
 
@@ -70,6 +90,15 @@ struct Graph {
 
   // The tensor named `name` (an input or an op's output), or nullptr.
   const GraphTensor* find(const std::string& name) const;
+  // The op that produces `name`, or nullptr for an input.
+  const GraphOp* producer(const std::string& name) const;
+  // The tensor whose data `name` is: itself, or for a view (reshape) the tensor it views.
+  const std::string& base_of(const std::string& name) const;
+  // The op's mode: its own, else the graph's.
+  const std::string& mode_of(const GraphOp& op) const { return op.mode.empty() ? mode : op.mode; }
+  // Tensors whose values are given rather than computed on the device: the inputs, then the
+  // results of the ops that run on the host, in op order.
+  std::vector<const GraphInput*> given_tensors() const;
 };
 
 // Whether `doc` is a graph-form workload (it has "ops").
@@ -83,7 +112,8 @@ Graph parse_graph(const nlohmann::json& doc, const std::string& file);
 
 // The graph's values in double precision, op by op. A tensor in `rounded` is rounded to its
 // dtype when produced (the lowering stores it in HBM in that dtype); others stay unrounded.
-// `inputs` holds every input's values in graph order. Returns every tensor's values, by name.
+// `inputs` holds the values of Graph::given_tensors() in that order (the results of an op that
+// runs on the host are given, not computed). Returns every tensor's values, by name.
 struct GraphValues {
   std::vector<std::string> names;
   std::vector<std::vector<double>> values;

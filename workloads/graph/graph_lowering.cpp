@@ -36,7 +36,10 @@ namespace {
 // How a tensor maps onto a row kernel's tiles, relative to the kernel's row space S
 // ([..., H], rows = product of the leading dimensions): full [rows, H], one value per row
 // (row), one row broadcast to all rows (col), or one value (scalar).
-enum class Cls { full, row, col, scalar, none };
+// A periodic tensor repeats along the leading rows: its rows are the kernel's trailing ones
+// ([S, H] against [B, S, H]: row r of the kernel reads its row r mod S), as RoPE's cos and sin
+// tables and an attention mask broadcast over batches and heads.
+enum class Cls { full, row, col, scalar, periodic, none };
 
 Cls classify(const std::vector<int64_t>& t, const std::vector<int64_t>& s) {
   if (t.size() > s.size()) return Cls::none;
@@ -48,11 +51,23 @@ Cls classify(const std::vector<int64_t>& t, const std::vector<int64_t>& s) {
   if (lead_eq && a.back() == 1) return Cls::row;
   if (lead_one && a.back() == s.back()) return Cls::col;
   if (lead_one && a.back() == 1) return Cls::scalar;
+  // Leading ones, then the kernel's own trailing dimensions.
+  size_t j = 0;
+  while (j + 1 < a.size() && a[j] == 1) ++j;
+  if (std::equal(a.begin() + static_cast<std::ptrdiff_t>(j), a.end(),
+                 s.begin() + static_cast<std::ptrdiff_t>(j))) {
+    return Cls::periodic;
+  }
   return Cls::none;
 }
 
+// Values held per tile, a row of H elements per partition.
+bool wide(Cls c) {
+  return c == Cls::full || c == Cls::periodic;
+}
+
 bool row_local(const GraphOp& op) {
-  return op.kind != OpKind::kernel;
+  return op.kind == OpKind::unary || op.kind == OpKind::binary || op.kind == OpKind::reduction;
 }
 
 // The layout of op's output in a row kernel of space s. A reduction's result is one value per
@@ -83,6 +98,13 @@ struct PlannedKernel {
 // Whether op fits a row kernel of space `s` whose values so far have the classes `inside`.
 bool fits(const Graph& g, const GraphOp& op, const std::vector<int64_t>& s,
           const std::map<std::string, Cls>& inside) {
+  // A view of a value computed in this kernel reads it from HBM: the value must be stored by
+  // a kernel that ends first.
+  for (const GraphArg& a : op.args) {
+    if (a.is_tensor() && g.base_of(a.tensor) != a.tensor && inside.count(g.base_of(a.tensor))) {
+      return false;
+    }
+  }
   auto cls = [&](const std::string& name) {
     const Cls c = classify(g.find(name)->shape, s);
     const auto it = inside.find(name);
@@ -152,7 +174,8 @@ class RowKernel {
  private:
   void collect();
   bool layout(uint32_t bufs);
-  AccessPattern ap(const std::string& name, uint32_t parts, uint32_t buf) const;
+  AccessPattern ap(const std::string& name, uint32_t parts, uint32_t buf,
+                   uint32_t first_partition = 0) const;
   void emit_op(size_t pos, uint32_t parts, uint32_t buf, std::vector<Instruction>& seq);
   Engine pick(const Instruction& on_vector, const Instruction& on_scalar);
   // Whether the activation at `pos` is emitted by the reduction it feeds (with accumulate).
@@ -197,7 +220,11 @@ void RowKernel::collect() {
   for (size_t pos = 0; pos < k_.ops.size(); ++pos) {
     const GraphOp& op = g_.ops[k_.ops[pos]];
     for (const GraphArg& a : op.args) {
-      if (a.is_tensor()) touch(a.tensor).last_use = static_cast<int>(pos);
+      // A value the kernel also stores stays until the store (last_use: ops.size()).
+      if (a.is_tensor()) {
+        Value& v = touch(a.tensor);
+        v.last_use = std::max(v.last_use, static_cast<int>(pos));
+      }
     }
     Value v;
     v.cls = out_class(op, s);
@@ -236,7 +263,7 @@ bool RowKernel::layout(uint32_t bufs) {
   // done; row values take 64-byte slots; col and scalar inputs are loaded once, shared by buffers.
   uint64_t widest = 1;
   for (const auto& [n, v] : values_) {
-    if (v.cls == Cls::full) widest = std::max<uint64_t>(widest, isa::size_of(v.dtype));
+    if (wide(v.cls)) widest = std::max<uint64_t>(widest, isa::size_of(v.dtype));
   }
   full_slot_bytes_ = (static_cast<uint64_t>(hidden_) * widest + 63) / 64 * 64;
   shared_ = 0;
@@ -273,7 +300,7 @@ bool RowKernel::layout(uint32_t bufs) {
   for (const std::string& n : order_) {
     Value& v = values_[n];
     if (v.producer >= 0 || v.cls == Cls::col || v.cls == Cls::scalar) continue;
-    if (v.cls == Cls::full) {
+    if (wide(v.cls)) {
       v.slot = take_full();
       live.emplace_back(v.last_use, v.slot);
     } else {
@@ -295,18 +322,19 @@ bool RowKernel::layout(uint32_t bufs) {
     }
   }
   for (auto& [n, v] : values_) {
-    if (v.cls == Cls::full) v.offset = row_bytes + static_cast<uint64_t>(v.slot) * full_slot_bytes_;
+    if (wide(v.cls)) v.offset = row_bytes + static_cast<uint64_t>(v.slot) * full_slot_bytes_;
   }
   per_buffer_ = row_bytes + static_cast<uint64_t>(full_slots) * full_slot_bytes_;
   return shared_ + bufs * per_buffer_ <= arch_.sbuf_partition_bytes;
 }
 
-AccessPattern RowKernel::ap(const std::string& name, uint32_t parts, uint32_t buf) const {
+AccessPattern RowKernel::ap(const std::string& name, uint32_t parts, uint32_t buf,
+                            uint32_t first_partition) const {
   const Value& v = values_.at(name);
   const bool shared = v.cls == Cls::col || v.cls == Cls::scalar;
   const uint64_t base = shared ? v.offset : shared_ + buf * per_buffer_ + v.offset;
-  const uint32_t n = v.cls == Cls::full || v.cls == Cls::col ? static_cast<uint32_t>(hidden_) : 1;
-  return isa::sbuf_ap(v.dtype, 0, parts, base, {{1, n}});
+  const uint32_t n = wide(v.cls) || v.cls == Cls::col ? static_cast<uint32_t>(hidden_) : 1;
+  return isa::sbuf_ap(v.dtype, first_partition, parts, base, {{1, n}});
 }
 
 // Eager kernels use VectorE for arithmetic, as a generic op library does. The compile mode
@@ -357,7 +385,8 @@ void RowKernel::emit_op(size_t pos, uint32_t parts, uint32_t buf, std::vector<In
         {"sigmoid", ActivationFunction::sigmoid},
         {"relu", ActivationFunction::relu},
         {"silu", ActivationFunction::silu},
-        {"neg", ActivationFunction::identity}};
+        {"neg", ActivationFunction::identity},
+        {"to", ActivationFunction::copy}};
     ActivationFunction f =
         op.op == "gelu"
             ? (op.approximate == "tanh" ? ActivationFunction::gelu_tanh : ActivationFunction::gelu)
@@ -422,8 +451,8 @@ void RowKernel::emit_op(size_t pos, uint32_t parts, uint32_t buf, std::vector<In
     return a.is_tensor() ? values_.at(a.tensor).cls : Cls::scalar;
   };
   const Cls c0 = cls_of(op.args[0]), c1 = cls_of(op.args[1]);
-  const bool wide0 = c0 == out || (out == Cls::full && c0 == Cls::col);
-  const bool wide1 = c1 == out || (out == Cls::full && c1 == Cls::col);
+  const bool wide0 = c0 == out || (out == Cls::full && (c0 == Cls::col || c0 == Cls::periodic));
+  const bool wide1 = c1 == out || (out == Cls::full && (c1 == Cls::col || c1 == Cls::periodic));
   const AluOp alu = alu_of(op.op);
   if (wide0 && wide1 && op.args[0].is_tensor() && op.args[1].is_tensor()) {
     push(tensor_tensor(Engine::vector, dst, ap(op.args[0].tensor, parts, buf), alu,
@@ -533,9 +562,29 @@ RowKernelResult RowKernel::lower() {
     for (const std::string& n : order_) {
       const Value& v = values_[n];
       if (!v.hbm_in || v.cls == Cls::col || v.cls == Cls::scalar) continue;
-      seq.push_back(dma_copy(q_load, ap(n, tiles.parts(t), static_cast<uint32_t>(t % bufs)),
-                             hbm(n, t * arch_.partitions, tiles.parts(t)),
-                             fmt::format("load {} tile {}", n, t)));
+      const auto buf = static_cast<uint32_t>(t % bufs);
+      if (v.cls != Cls::periodic) {
+        seq.push_back(dma_copy(q_load, ap(n, tiles.parts(t), buf),
+                               hbm(n, t * arch_.partitions, tiles.parts(t)),
+                               fmt::format("load {} tile {}", n, t)));
+        continue;
+      }
+      // Row r of the tile is row (r0 + r) mod R of the tensor: one transfer per run of its rows.
+      const auto period = static_cast<int64_t>(g_.find(n)->elements() / hidden_);
+      const uint64_t es = isa::size_of(v.dtype);
+      const uint64_t base = p.find_dram_tensor(n)->address;
+      int64_t row = (t * arch_.partitions) % period;
+      for (uint32_t part = 0; part < tiles.parts(t);) {
+        const auto run =
+            static_cast<uint32_t>(std::min<int64_t>(tiles.parts(t) - part, period - row));
+        seq.push_back(
+            dma_copy(q_load, ap(n, run, buf, part),
+                     isa::hbm_ap(v.dtype, base + row * hidden_ * es, run, hidden_,
+                                 {{1, static_cast<uint32_t>(hidden_)}}),
+                     fmt::format("load {} tile {} rows {}..{}", n, t, row, row + run - 1)));
+        part += run;
+        row = (row + run) % period;
+      }
     }
   };
   for (int64_t t = 0; t < std::min<int64_t>(bufs, tiles.count); ++t) loads(t);
@@ -566,16 +615,24 @@ RowKernelResult RowKernel::lower() {
 GraphPlan plan_graph(const Graph& g, const std::string& file) {
   GraphPlan plan;
   std::map<std::string, Cls> inside;  // values computed in the open kernel, with their layout
+  bool open_compiles = false;         // the open row kernel fuses (compile mode)
   auto close = [&] { inside.clear(); };
   for (size_t i = 0; i < g.ops.size(); ++i) {
     const GraphOp& op = g.ops[i];
+    if (op.kind == OpKind::view) continue;  // no kernel: a reader of it gets the base's data
+    if (op.kind == OpKind::host) {
+      close();
+      continue;
+    }
     if (!row_local(op)) {
       close();
       plan.kernels.push_back({fmt::format("{}({})", op.op, op.out.name), {i}, false, {}});
       continue;
     }
-    const bool join = g.mode == "compile" && !plan.kernels.empty() && plan.kernels.back().row &&
-                      !inside.empty() && fits(g, op, plan.kernels.back().space, inside);
+    const bool compile = g.mode_of(op) == "compile";
+    const bool join = compile && open_compiles && !plan.kernels.empty() &&
+                      plan.kernels.back().row && !inside.empty() &&
+                      fits(g, op, plan.kernels.back().space, inside);
     if (!join) {
       close();
       const std::vector<int64_t> space = natural_space(g, op);
@@ -583,10 +640,12 @@ GraphPlan plan_graph(const Graph& g, const std::string& file) {
         throw WorkloadError(file, op.where,
                             fmt::format("{} of shapes that broadcast across rows is not "
                                         "supported: operands must be the full tensor, one value "
-                                        "per row ([..., 1]), one row ([H]) or one value",
+                                        "per row ([..., 1]), one row ([H]), one value, or the "
+                                        "trailing rows repeated ([S, H] against [B, S, H])",
                                         op.op));
       }
       plan.kernels.push_back({"", {}, true, space});
+      open_compiles = compile;
     }
     plan.kernels.back().ops.push_back(i);
     inside[op.out.name] = out_class(op, plan.kernels.back().space);
@@ -638,10 +697,167 @@ isa::Program transpose_kernel(const GraphTensor& x, const GraphTensor& y,
   return compiler::synchronize(seq, std::move(p), arch);
 }
 
+// One strided copy between HBM tensors: element i of `shape` (row-major) moves from
+// src_offset + sum(index * src_stride) to dst_offset + sum(index * dst_stride), in elements.
+struct StridedCopy {
+  std::vector<int64_t> shape, src_stride, dst_stride;
+  int64_t src_offset = 0, dst_offset = 0;
+};
+
+std::vector<int64_t> contiguous_strides(const std::vector<int64_t>& shape) {
+  std::vector<int64_t> st(shape.size(), 1);
+  for (size_t d = shape.size(); d-- > 1;) st[d - 1] = st[d] * shape[d];
+  return st;
+}
+
+// The copies of a data-movement op: permute reads its input through permuted strides, slice
+// through a start and a step, cat writes each input into its part of the output, clone copies.
+std::vector<StridedCopy> copies_of(const Graph& g, const GraphOp& op) {
+  const GraphTensor& x = *g.find(op.args[0].tensor);
+  const std::vector<int64_t> in = contiguous_strides(x.shape);
+  const std::vector<int64_t> out = contiguous_strides(op.out.shape);
+  const auto dim = static_cast<size_t>(op.dim);
+  if (op.op == "permute") {
+    StridedCopy c{op.out.shape, {}, out};
+    for (int64_t d : op.dims) c.src_stride.push_back(in[static_cast<size_t>(d)]);
+    return {c};
+  }
+  if (op.op == "slice") {
+    StridedCopy c{op.out.shape, in, out};
+    c.src_offset = op.start * in[dim];
+    c.src_stride[dim] *= op.step;
+    return {c};
+  }
+  if (op.op == "cat") {
+    std::vector<StridedCopy> copies;
+    int64_t at = 0;
+    for (const GraphArg& a : op.args) {
+      const GraphTensor& t = *g.find(a.tensor);
+      StridedCopy c{t.shape, contiguous_strides(t.shape), out};
+      c.dst_offset = at * out[dim];
+      at += t.shape[dim];
+      copies.push_back(c);
+    }
+    return copies;
+  }
+  return {StridedCopy{x.shape, in, out}};  // clone
+}
+
+// A data-movement kernel: every copy is one DMA from HBM to HBM (SyncE triggers it), its
+// access patterns the copy's strides after merging the dimensions that are contiguous on both
+// sides (longer runs, fewer descriptors): the widest remaining dimension but the innermost
+// spread over the partitions (so over the DMA engines, D1), the others free dimensions.
+isa::Program copy_kernel(const Graph& g, const GraphOp& op, const config::ArchConfig& arch,
+                         const std::string& file) {
+  isa::Program p;
+  std::vector<std::string> sources;
+  for (const GraphArg& a : op.args) {
+    if (std::find(sources.begin(), sources.end(), a.tensor) != sources.end()) continue;
+    sources.push_back(a.tensor);
+    const GraphTensor& t = *g.find(a.tensor);
+    p.add_dram_tensor(a.tensor, t.dtype, t.shape);
+  }
+  const uint64_t y = p.add_dram_tensor(op.out.name, op.out.dtype, op.out.shape).address;
+  const uint16_t q = p.add_queue("qCopy");
+  const DType dt = op.out.dtype;
+  const uint64_t es = isa::size_of(dt);
+  std::vector<Instruction> seq;
+  const std::vector<StridedCopy> copies = copies_of(g, op);
+  for (size_t ci = 0; ci < copies.size(); ++ci) {
+    const StridedCopy& c = copies[ci];
+    const uint64_t x =
+        p.find_dram_tensor(op.op == "cat" ? op.args[ci].tensor : op.args[0].tensor)->address;
+    // Dimensions of size > 1, innermost last, merged where contiguous on both sides.
+    std::vector<int64_t> n, ss, ds;
+    for (size_t d = 0; d < c.shape.size(); ++d) {
+      if (c.shape[d] == 1) continue;
+      if (!n.empty() && ss.back() == c.src_stride[d] * c.shape[d] &&
+          ds.back() == c.dst_stride[d] * c.shape[d]) {
+        n.back() *= c.shape[d];
+        ss.back() = c.src_stride[d];
+        ds.back() = c.dst_stride[d];
+        continue;
+      }
+      n.push_back(c.shape[d]);
+      ss.push_back(c.src_stride[d]);
+      ds.push_back(c.dst_stride[d]);
+    }
+    if (n.empty()) {
+      n = {1};
+      ss = {1};
+      ds = {1};
+    }
+    // The partition dimension: the largest but the innermost (the innermost alone for rank 1).
+    size_t part = n.size() - 1;
+    for (size_t d = 0; d + 1 < n.size(); ++d) {
+      if (part == n.size() - 1 || n[d] > n[part]) part = d;
+    }
+    std::vector<size_t> free;
+    for (size_t d = 0; d < n.size(); ++d) {
+      if (d != part || n.size() == 1) free.push_back(d);
+    }
+    if (free.size() > isa::kMaxFreeDims) {
+      throw WorkloadError(file, op.where,
+                          fmt::format("{} needs a copy of {} strided dimensions; a DMA has {}",
+                                      op.op, free.size(), isa::kMaxFreeDims));
+    }
+    const int64_t parts_total = n.size() == 1 ? 1 : n[part];
+    // Counts of at most 65535 per free dimension and 2^20 partitions per transfer: the outermost
+    // free dimension (or the partitions) in pieces when larger.
+    constexpr int64_t kCount = 65535, kParts = int64_t{1} << 20;
+    for (size_t f : free) {
+      if (f != free.front() && n[f] > kCount) {
+        throw WorkloadError(file, op.where,
+                            fmt::format("{}: a copy's inner dimension of {} elements exceeds the "
+                                        "{} a DMA access pattern counts",
+                                        op.op, n[f], kCount));
+      }
+    }
+    const size_t outer = free.front();
+    const int64_t outer_step = std::min<int64_t>(n[outer], kCount);
+    const int64_t part_step = std::min<int64_t>(parts_total, kParts);
+    for (int64_t p0 = 0; p0 < parts_total; p0 += part_step) {
+      for (int64_t o0 = 0; o0 < n[outer]; o0 += outer_step) {
+        const auto parts = static_cast<uint32_t>(std::min(part_step, parts_total - p0));
+        std::vector<std::pair<int64_t, uint32_t>> sd, dd;
+        for (size_t f : free) {
+          const int64_t count = f == outer ? std::min(outer_step, n[outer] - o0) : n[f];
+          sd.emplace_back(ss[f], static_cast<uint32_t>(count));
+          dd.emplace_back(ds[f], static_cast<uint32_t>(count));
+        }
+        const int64_t pstride_s = n.size() == 1 ? 0 : ss[part];
+        const int64_t pstride_d = n.size() == 1 ? 0 : ds[part];
+        const int64_t src_at = c.src_offset + p0 * pstride_s + o0 * ss[outer];
+        const int64_t dst_at = c.dst_offset + p0 * pstride_d + o0 * ds[outer];
+        isa::AccessPattern src =
+            isa::hbm_ap(dt, x + static_cast<uint64_t>(src_at) * es, parts, pstride_s, {});
+        isa::AccessPattern dst =
+            isa::hbm_ap(dt, y + static_cast<uint64_t>(dst_at) * es, parts, pstride_d, {});
+        for (size_t i = 0; i < sd.size(); ++i) {
+          src.dims[src.ndims++] = isa::Dim{sd[i].first, sd[i].second};
+          dst.dims[dst.ndims++] = isa::Dim{dd[i].first, dd[i].second};
+        }
+        seq.push_back(
+            dma_copy(q, dst, src, fmt::format("{} {} part {}", op.op, op.out.name, seq.size())));
+      }
+    }
+  }
+  if (seq.size() > arch.max_instructions) {
+    throw WorkloadError(file, op.where,
+                        fmt::format("{} needs {} DMA instructions; a kernel holds at most {}",
+                                    op.op, seq.size(), arch.max_instructions));
+  }
+  return compiler::synchronize(seq, std::move(p), arch);
+}
+
 LibraryKernel library_kernel(const Workload& w, const Graph& g, const GraphOp& op,
                              const config::ArchConfig& arch) {
   const GraphTensor& x = *g.find(op.args[0].tensor);
   LibraryKernel k;
+  if (op.kind == OpKind::copy) {
+    k.program = copy_kernel(g, op, arch, w.file);
+    return k;
+  }
   if (op.op == "transpose") {
     const uint64_t es = isa::size_of(x.dtype);
     const uint64_t chunk =
@@ -673,10 +889,18 @@ LibraryKernel library_kernel(const Workload& w, const Graph& g, const GraphOp& o
                                                       {"matmul", "matmul"}};
   sub.kernel = library.at(op.op);
   if (op.op == "matmul") {
+    // [..., M, K] @ [..., K, N] (or [..., N, K]): the batches one after another in one kernel.
     const GraphTensor& b = *g.find(op.args[1].tensor);
-    sub.shape = {x.shape[0], x.shape[1], b.shape[1]};
+    const int64_t m = x.shape[x.shape.size() - 2];
+    sub.shape = {m, x.shape.back(), op.out.shape.back()};
     sub.options = {{"strategy", op.strategy}, {"a_layout", "mk"}};
-    k.binding = {{"a", x.name}, {"b", b.name}, {"c", op.out.name}};
+    const int64_t batch = rows / m;
+    if (batch > 1) {
+      sub.options["batch"] = batch;
+      sub.options["b_batched"] = b.shape.size() > 2;
+    }
+    if (op.transpose_b) sub.options["b_layout"] = "nk";
+    k.binding = {{"a", x.name}, {op.transpose_b ? "b_t" : "b", b.name}, {"c", op.out.name}};
   } else {
     sub.shape = {rows, x.shape.back()};
     sub.eps = op.eps;
@@ -728,8 +952,7 @@ std::vector<float> input_values(const Workload& w, const GraphInput& in, size_t 
     case GraphInit::Kind::npy: {
       std::ifstream f(in.init.path, std::ios::binary);
       if (!f) {
-        throw WorkloadError(w.file, "/inputs/" + t.name + "/npy",
-                            fmt::format("cannot read {}", in.init.path));
+        throw WorkloadError(w.file, in.where + "/npy", fmt::format("cannot read {}", in.init.path));
       }
       std::stringstream ss;
       ss << f.rdbuf();
@@ -737,12 +960,12 @@ std::vector<float> input_values(const Workload& w, const GraphInput& in, size_t 
       try {
         a = parse_npy(ss.str());
       } catch (const NpyError& e) {
-        throw WorkloadError(w.file, "/inputs/" + t.name + "/npy",
+        throw WorkloadError(w.file, in.where + "/npy",
                             fmt::format("{}: {}", in.init.path, e.what()));
       }
       if (a.shape != t.shape) {
         throw WorkloadError(
-            w.file, "/inputs/" + t.name + "/npy",
+            w.file, in.where + "/npy",
             fmt::format("{} holds shape [{}]; the input is declared [{}]", in.init.path,
                         fmt::join(a.shape, ", "), fmt::join(t.shape, ", ")));
       }
@@ -756,7 +979,10 @@ std::vector<float> input_values(const Workload& w, const GraphInput& in, size_t 
 
 uint64_t op_flops(const Graph& g, const GraphOp& op) {
   const uint64_t n = op.out.elements();
-  if (op.op == "matmul") return 2 * n * static_cast<uint64_t>(g.find(op.args[0].tensor)->shape[1]);
+  if (op.kind == OpKind::view || op.kind == OpKind::copy || op.kind == OpKind::host) return 0;
+  if (op.op == "matmul") {
+    return 2 * n * static_cast<uint64_t>(g.find(op.args[0].tensor)->shape.back());
+  }
   if (op.kind == OpKind::reduction) return g.find(op.args[0].tensor)->elements();
   if (op.op == "transpose") return 0;
   if (op.op == "rms_norm") return 4 * n;
@@ -774,15 +1000,32 @@ LoweredKernel lower_graph(const Workload& w, const config::ArchConfig& arch, boo
   for (size_t k = 0; k < plan.kernels.size(); ++k) {
     for (size_t i : plan.kernels[k].ops) kernel_of[g.ops[i].out.name] = k;
   }
-  std::set<std::string> materialized(g.outputs.begin(), g.outputs.end());
+  if (plan.kernels.empty()) {
+    throw WorkloadError(w.file, "/ops",
+                        "no op runs on the device (every op is a view or runs on the host)");
+  }
+  // A view's data is its base's: what a reader of a view needs stored is the base.
+  std::set<std::string> materialized;
+  for (const std::string& name : g.outputs) materialized.insert(g.base_of(name));
+  // A library or DMA kernel writes its output to HBM, read or not.
+  for (const GraphPlan::Kernel& k : plan.kernels) {
+    if (!k.row) materialized.insert(g.ops[k.ops.front()].out.name);
+  }
+  auto needs = [&](const std::string& tensor, size_t reader_kernel) {
+    const std::string& base = g.base_of(tensor);
+    const auto it = kernel_of.find(base);
+    if (it != kernel_of.end() && it->second != reader_kernel) materialized.insert(base);
+  };
   for (size_t k = 0; k < plan.kernels.size(); ++k) {
     for (size_t i : plan.kernels[k].ops) {
       for (const GraphArg& a : g.ops[i].args) {
-        if (!a.is_tensor()) continue;
-        const auto it = kernel_of.find(a.tensor);
-        if (it != kernel_of.end() && it->second != k) materialized.insert(a.tensor);
+        if (a.is_tensor()) needs(a.tensor, k);
       }
     }
+  }
+  for (const GraphOp& op : g.ops) {
+    if (op.kind != OpKind::host) continue;
+    for (const GraphArg& a : op.args) needs(a.tensor, plan.kernels.size());
   }
   LoweredKernel out;
   isa::Program& p = out.program;
@@ -792,9 +1035,22 @@ LoweredKernel lower_graph(const Workload& w, const config::ArchConfig& arch, boo
     hbm += p.add_dram_tensor(in.tensor.name, in.tensor.dtype, in.tensor.shape).bytes();
   }
   for (const GraphOp& op : g.ops) {
-    if (materialized.count(op.out.name)) {
+    if (op.kind == OpKind::host) {
+      // Its results are copied to the device: given, like inputs.
+      for (const GraphInput& r : op.results) {
+        hbm += p.add_dram_tensor(r.tensor.name, r.tensor.dtype, r.tensor.shape).bytes();
+      }
+    } else if (materialized.count(op.out.name)) {
       hbm += p.add_dram_tensor(op.out.name, op.out.dtype, op.out.shape).bytes();
     }
+  }
+  // Views name their base's bytes in HBM under their own shape.
+  for (const GraphOp& op : g.ops) {
+    if (op.kind != OpKind::view || op.out.name.empty()) continue;
+    const isa::DramTensor* base = p.find_dram_tensor(g.base_of(op.out.name));
+    if (base == nullptr) continue;  // read by nothing
+    p.dram_tensors.push_back(
+        isa::DramTensor{op.out.name, op.out.dtype, op.out.shape, base->address});
   }
   if (p.dram_bytes() > arch.hbm_capacity_bytes) {
     throw WorkloadError(w.file, "/inputs",
@@ -832,24 +1088,59 @@ LoweredKernel lower_graph(const Workload& w, const config::ArchConfig& arch, boo
     }
     kernels.push_back(c);
   }
-  // The host: eager dispatches every op and launches its kernel; a compiled graph is one
-  // call that launches all of its kernels.
-  if (g.mode == "compile") {
-    isa::HostOp call{"CompiledFunction", {}};
-    for (size_t k = 0; k < plan.kernels.size(); ++k)
-      call.kernels.push_back(static_cast<uint32_t>(k));
-    p.host_ops.push_back(call);
-  } else {
-    for (size_t k = 0; k < plan.kernels.size(); ++k) {
-      p.host_ops.push_back(isa::HostOp{aten_name(g.ops[plan.kernels[k].ops.front()].op),
-                                       {static_cast<uint32_t>(k)}});
+  // The host: eager dispatches every op (a view too: metadata, no kernel) and launches its
+  // kernel; consecutive compiled ops are one call (CompiledFunction) that launches all of their
+  // kernels; an op that runs on the host copies its inputs over, computes, and copies its
+  // results back, between the calls around it (a graph break).
+  std::map<size_t, std::vector<uint32_t>> launches;  // op index -> the kernels it starts
+  for (size_t k = 0; k < plan.kernels.size(); ++k) {
+    launches[plan.kernels[k].ops.front()].push_back(static_cast<uint32_t>(k));
+  }
+  bool compiled_open = false;
+  auto bytes_of = [&](const std::string& name) {
+    const GraphTensor& t = *g.find(name);
+    return t.elements() * isa::size_of(t.dtype);
+  };
+  for (size_t i = 0; i < g.ops.size(); ++i) {
+    const GraphOp& op = g.ops[i];
+    const std::vector<uint32_t> ks = launches.count(i) ? launches[i] : std::vector<uint32_t>{};
+    if (op.kind == OpKind::host) {
+      compiled_open = false;
+      isa::HostOp h;
+      h.name = op.name;
+      h.on_host = true;
+      for (const GraphArg& a : op.args) {
+        h.to_host.push_back(isa::HostCopy{a.tensor, bytes_of(a.tensor)});
+        h.host_bytes += bytes_of(a.tensor);
+      }
+      for (const GraphInput& r : op.results) {
+        h.to_device.push_back(isa::HostCopy{r.tensor.name, bytes_of(r.tensor.name)});
+        h.host_bytes += bytes_of(r.tensor.name);
+      }
+      p.host_ops.push_back(h);
+    } else if (g.mode_of(op) == "compile") {
+      if (ks.empty()) continue;
+      if (!compiled_open) p.host_ops.push_back(isa::HostOp{"CompiledFunction", {}});
+      compiled_open = true;
+      for (uint32_t k : ks) p.host_ops.back().kernels.push_back(k);
+    } else {
+      compiled_open = false;
+      // Consecutive ops of one call (GraphOp::call) are one dispatch launching their kernels.
+      const bool same_call = op.call >= 0 && i > 0 && g.ops[i - 1].call == op.call &&
+                             g.ops[i - 1].kind != OpKind::host &&
+                             g.mode_of(g.ops[i - 1]) != "compile" && !p.host_ops.empty();
+      if (same_call) {
+        for (uint32_t k : ks) p.host_ops.back().kernels.push_back(k);
+        continue;
+      }
+      p.host_ops.push_back(isa::HostOp{op.name, ks});
     }
   }
   // Tensors one kernel stores to HBM and another reads back (eager's round trips).
   uint64_t intermediate_bytes = 0;
   nlohmann::json intermediates = nlohmann::json::array();
   for (const GraphOp& op : g.ops) {
-    if (materialized.count(op.out.name) &&
+    if (op.kind != OpKind::host && materialized.count(op.out.name) &&
         std::find(g.outputs.begin(), g.outputs.end(), op.out.name) == g.outputs.end()) {
       intermediates.push_back(op.out.name);
       intermediate_bytes += op.out.elements() * isa::size_of(op.out.dtype);
@@ -867,10 +1158,14 @@ LoweredKernel lower_graph(const Workload& w, const config::ArchConfig& arch, boo
   if (isa::is_fp8(dt)) out.tolerance = Tolerance{5e-2, 0.125};
   out.write_npy = true;
   if (functional) {
+    // Inputs, and the results of ops that run on the host: in HBM from the start (no kernel
+    // reads a result before the host has copied it over, which comes before the launches of
+    // the kernels that read it).
     std::vector<std::vector<float>> values;
-    for (size_t i = 0; i < g.inputs.size(); ++i) {
-      values.push_back(input_values(w, g.inputs[i], i));
-      const GraphTensor& t = g.inputs[i].tensor;
+    const std::vector<const GraphInput*> given = g.given_tensors();
+    for (size_t i = 0; i < given.size(); ++i) {
+      values.push_back(input_values(w, *given[i], i));
+      const GraphTensor& t = given[i]->tensor;
       out.inputs.push_back(HostTensor{t.name, t.dtype, t.shape, values.back()});
     }
     const GraphValues ref =

@@ -136,6 +136,10 @@ MatmulChoices parse_matmul_choices(const Workload& w, const config::ArchConfig& 
     }
     c.a_transposed = l.get<std::string>() == "km";
   }
+  // Set by graph lowering only (the kernel form does not accept them).
+  if (w.options.contains("b_layout")) c.b_transposed = w.options["b_layout"] == "nk";
+  if (w.options.contains("batch")) c.batch = w.options["batch"].get<int64_t>();
+  if (w.options.contains("b_batched")) c.b_batched = w.options["b_batched"].get<bool>();
   const MatmulTiles t = matmul_tiles(arch);
   c.bufs = c.strategy == 1 ? 4 : 2;
   // The tutorial's blocks (docs/kernels.md): strategy 4's TILES_IN_BLOCK_M/K/N = 16/8/2 tiles,
@@ -293,6 +297,7 @@ LoweredKernel lower_matmul(const Workload& w, const config::ArchConfig& arch, bo
     default:
       estimate += nb * KT + nb * mb * KT + MT * NT * kb + 2 * nb * MT;
   }
+  estimate *= static_cast<double>(c.batch);
   if (estimate > static_cast<double>(arch.max_instructions)) {
     throw WorkloadError(
         w.file, "/shape",
@@ -311,11 +316,19 @@ LoweredKernel lower_matmul(const Workload& w, const config::ArchConfig& arch, bo
   LoweredKernel k;
   isa::Program& p = k.program;
   p.name = w.name;
-  const HbmMatrix a = c.a_transposed
-                          ? HbmMatrix{"a_t", p.add_dram_tensor("a_t", dt, {K, M}).address, K, M}
-                          : HbmMatrix{"a", p.add_dram_tensor("a", dt, {M, K}).address, M, K};
-  const HbmMatrix b{"b", p.add_dram_tensor("b", dt, {K, N}).address, K, N};
-  const HbmMatrix cm{"c", p.add_dram_tensor("c", dt, {M, N}).address, M, N};
+  const int64_t B = c.batch, BB = c.b_batched ? c.batch : 1;
+  if (functional && (B > 1 || c.b_transposed || (B > 1 && c.a_transposed))) {
+    throw WorkloadError(w.file, "/options",
+                        "batched and b_layout \"nk\" matmuls run inside graphs only");
+  }
+  HbmMatrix a = c.a_transposed
+                    ? HbmMatrix{"a_t", p.add_dram_tensor("a_t", dt, {K, M}).address, K, M}
+                    : HbmMatrix{"a", p.add_dram_tensor("a", dt, {B * M, K}).address, M, K};
+  HbmMatrix b = c.b_transposed
+                    ? HbmMatrix{"b_t", p.add_dram_tensor("b_t", dt, {BB * N, K}).address, N, K}
+                    : HbmMatrix{"b", p.add_dram_tensor("b", dt, {BB * K, N}).address, K, N};
+  HbmMatrix cm{"c", p.add_dram_tensor("c", dt, {B * M, N}).address, M, N};
+  const uint64_t a_first = a.address, b_first = b.address, c_first = cm.address;
 
   EngineStreams streams(p, arch, w.file);
   TileOps ops(streams, arch, dt);
@@ -341,8 +354,11 @@ LoweredKernel lower_matmul(const Workload& w, const config::ArchConfig& arch, bo
     slot.access.wrote(done);
   };
   auto load_b = [&](OnChipTile& slot, int64_t k0, int64_t kc, int64_t n0, int64_t nc) {
-    slot.access.wrote(ops.load(q_b, b, k0, kc, n0, nc, t.k, slot.offset, plan.b_stride,
-                               slot.access.before_write()));
+    slot.access.wrote(c.b_transposed
+                          ? ops.load_transposed(q_b, b, k0, kc, n0, nc, t.k, slot.offset,
+                                                plan.b_stride, slot.access.before_write())
+                          : ops.load(q_b, b, k0, kc, n0, nc, t.k, slot.offset, plan.b_stride,
+                                     slot.access.before_write()));
   };
   // One DMA per 128-row tile of K (and, for A in strategies 2 and 3, per tile_m columns), as the
   // tutorial's loops issue them; all into one buffer, waiting once for its previous readers.
@@ -383,7 +399,10 @@ LoweredKernel lower_matmul(const Workload& w, const config::ArchConfig& arch, bo
       for (int64_t k0 = 0; k0 < bkr; k0 += t.k) {
         const int64_t kc = std::min<int64_t>(t.k, bkr - k0), nc = std::min(cols, bnr - c0);
         const uint64_t at = slot.offset + ((k0 / t.k) * plan.b_stride + c0) * es;
-        done.add(ops.load(q_b, b, k0b + k0, kc, n0b + c0, nc, t.k, at, plan.b_stride, free));
+        done.add(c.b_transposed
+                     ? ops.load_transposed(q_b, b, k0b + k0, kc, n0b + c0, nc, t.k, at,
+                                           plan.b_stride, free)
+                     : ops.load(q_b, b, k0b + k0, kc, n0b + c0, nc, t.k, at, plan.b_stride, free));
       }
     }
     slot.access.wrote(done);
@@ -405,135 +424,142 @@ LoweredKernel lower_matmul(const Workload& w, const config::ArchConfig& arch, bo
         ops.store(e, store_queue(e), cm, m0, mr, n0, nr, out.offset, out.access.before_read()));
   };
 
-  if (c.strategy == 1) {
-    for (int64_t m0 = 0; m0 < M; m0 += t.m) {
-      const auto mr = static_cast<uint32_t>(std::min<int64_t>(t.m, M - m0));
-      for (int64_t n0 = 0; n0 < N; n0 += t.n) {
-        const auto nr = static_cast<uint32_t>(std::min<int64_t>(t.n, N - n0));
-        OnChipTile& bank = banks.next();
-        Completion last;
-        for (int64_t k0 = 0; k0 < K; k0 += t.k) {
-          const auto kr = static_cast<uint32_t>(std::min<int64_t>(t.k, K - k0));
-          OnChipTile& as = a_bufs.next();
-          OnChipTile& bs = b_bufs.next();
-          load_a(as, k0, kr, m0, mr);
-          load_b(bs, k0, kr, n0, nr);
-          Completions after = as.access.before_read() + bs.access.before_read();
-          if (k0 == 0) after.add(bank.access.before_write());
-          last = ops.matmul(bank.offset, kr, mr, nr, as.offset, bs.offset, k0 == 0, k0 + t.k >= K,
-                            after, fmt::format("mm r{} c{} k{}", m0, n0, k0));
-          as.access.read(last);
-          bs.access.read(last);
-        }
-        bank.access.wrote(last);
-        evacuate_and_store(bank, m0, mr, n0, nr);
-      }
-    }
-  } else if (c.strategy != 4) {
-    // Strategies 2 and 3, the tutorial's nki_matmul_hoist_load_ and
-    // nki_matmul_block_free_dimension_ (docs/kernels.md): per block of bm rows of C, A's
-    // [K, bm] strip is loaded once, one DMA per 128 x 128 tile (hoisted out of the N loop); per
-    // block of bn columns, B's [K, bn] strip, one DMA per 128 x 512 tile; then every
-    // tile_m x tile_n tile of C accumulates over all of K in one PSUM bank, is copied to SBUF
-    // and stored. Strategy 2 is the 1 x 1-tile block.
-    for (int64_t m0b = 0; m0b < M; m0b += plan.bm) {
-      const int64_t bmr = std::min(plan.bm, M - m0b);
-      OnChipTile& as = a_bufs.next();
-      load_tiles_a(as, m0b, bmr, t.m);
-      for (int64_t n0b = 0; n0b < N; n0b += plan.bn) {
-        const int64_t bnr = std::min(plan.bn, N - n0b);
-        OnChipTile& bs = b_bufs.next();
-        load_tiles_b(bs, 0, K, n0b, bnr, t.n);
-        for (int64_t i = 0; i * t.m < bmr; ++i) {
-          const int64_t m0 = m0b + i * t.m;
-          const auto mr = static_cast<uint32_t>(std::min<int64_t>(t.m, bmr - i * t.m));
-          for (int64_t j = 0; j * t.n < bnr; ++j) {
-            const int64_t n0 = n0b + j * t.n;
-            const auto nr = static_cast<uint32_t>(std::min<int64_t>(t.n, bnr - j * t.n));
-            OnChipTile& bank = banks.next();
-            Completion last;
-            for (int64_t kt = 0; kt * t.k < K; ++kt) {
-              const auto kr = static_cast<uint32_t>(std::min<int64_t>(t.k, K - kt * t.k));
-              Completions after = as.access.before_read() + bs.access.before_read();
-              if (kt == 0) after.add(bank.access.before_write());
-              last = ops.matmul(
-                  bank.offset, kr, mr, nr, as.offset + (kt * plan.a_stride + i * t.m) * es,
-                  bs.offset + (kt * plan.b_stride + j * t.n) * es, kt == 0, (kt + 1) * t.k >= K,
-                  after, fmt::format("mm r{} c{} k{}", m0, n0, kt * t.k));
-              as.access.read(last);
-              bs.access.read(last);
-            }
-            bank.access.wrote(last);
-            evacuate_and_store(bank, m0, mr, n0, nr);
+  for (int64_t batch = 0; batch < B; ++batch) {
+    a.address = a_first + static_cast<uint64_t>(batch * M * K) * es;
+    b.address = b_first + static_cast<uint64_t>((c.b_batched ? batch : 0) * K * N) * es;
+    cm.address = c_first + static_cast<uint64_t>(batch * M * N) * es;
+    if (c.strategy == 1) {
+      for (int64_t m0 = 0; m0 < M; m0 += t.m) {
+        const auto mr = static_cast<uint32_t>(std::min<int64_t>(t.m, M - m0));
+        for (int64_t n0 = 0; n0 < N; n0 += t.n) {
+          const auto nr = static_cast<uint32_t>(std::min<int64_t>(t.n, N - n0));
+          OnChipTile& bank = banks.next();
+          Completion last;
+          for (int64_t k0 = 0; k0 < K; k0 += t.k) {
+            const auto kr = static_cast<uint32_t>(std::min<int64_t>(t.k, K - k0));
+            OnChipTile& as = a_bufs.next();
+            OnChipTile& bs = b_bufs.next();
+            load_a(as, k0, kr, m0, mr);
+            load_b(bs, k0, kr, n0, nr);
+            Completions after = as.access.before_read() + bs.access.before_read();
+            if (k0 == 0) after.add(bank.access.before_write());
+            last = ops.matmul(bank.offset, kr, mr, nr, as.offset, bs.offset, k0 == 0, k0 + t.k >= K,
+                              after, fmt::format("mm r{} c{} k{}", m0, n0, k0));
+            as.access.read(last);
+            bs.access.read(last);
           }
+          bank.access.wrote(last);
+          evacuate_and_store(bank, m0, mr, n0, nr);
         }
       }
-    }
-  } else {
-    // Strategy 4, the tutorial's nki_matmul_fully_optimized_: per block of bn columns of C,
-    // every tile_m row tile of C is a result tile in SBUF (zeroed once); per block of bk of K
-    // (in order), B's [bk, bn] block is loaded, one DMA per 128-row tile, and reused by every
-    // block of bm rows, whose A block [bk, bm] is loaded the same way; each tile_m x tile_n
-    // tile accumulates its bk in PSUM and VectorE adds it into the result tile. After the last
-    // K block, each result tile is stored with one DMA of bn columns.
-    const int64_t row_tiles = ceil_div(M, t.m);
-    std::vector<RegionAccesses> result(static_cast<size_t>(row_tiles));
-    for (int64_t n0b = 0; n0b < N; n0b += plan.bn) {
-      const int64_t bnr = std::min(plan.bn, N - n0b);
-      for (int64_t r = 0; r < row_tiles; ++r) {
-        const auto mr = static_cast<uint32_t>(std::min<int64_t>(t.m, M - r * t.m));
-        RegionAccesses& res = result[static_cast<size_t>(r)];
-        res.wrote(Completions(ops.zero(Engine::vector, mr, static_cast<uint32_t>(bnr),
-                                       acc_base + r * plan.bn * es, res.before_write(),
-                                       fmt::format("zero c r{} c{}", r * t.m, n0b))));
-      }
-      for (int64_t k0b = 0; k0b < K; k0b += plan.bk) {
-        const int64_t bkr = std::min(plan.bk, K - k0b);
-        OnChipTile& bs = b_bufs.next();
-        load_tiles_b(bs, k0b, bkr, n0b, bnr, bnr);
-        for (int64_t m0b = 0; m0b < M; m0b += plan.bm) {
-          const int64_t bmr = std::min(plan.bm, M - m0b);
-          OnChipTile& as = a_bufs.next();
-          load_tiles_a_block(as, k0b, bkr, m0b, bmr);
-          for (int64_t j = 0; j * t.n < bnr; ++j) {
-            const int64_t n0 = n0b + j * t.n;
-            const auto nr = static_cast<uint32_t>(std::min<int64_t>(t.n, bnr - j * t.n));
-            for (int64_t i = 0; i * t.m < bmr; ++i) {
-              const int64_t m0 = m0b + i * t.m;
-              const auto mr = static_cast<uint32_t>(std::min<int64_t>(t.m, bmr - i * t.m));
+    } else if (c.strategy != 4) {
+      // Strategies 2 and 3, the tutorial's nki_matmul_hoist_load_ and
+      // nki_matmul_block_free_dimension_ (docs/kernels.md): per block of bm rows of C, A's
+      // [K, bm] strip is loaded once, one DMA per 128 x 128 tile (hoisted out of the N loop); per
+      // block of bn columns, B's [K, bn] strip, one DMA per 128 x 512 tile; then every
+      // tile_m x tile_n tile of C accumulates over all of K in one PSUM bank, is copied to SBUF
+      // and stored. Strategy 2 is the 1 x 1-tile block.
+      for (int64_t m0b = 0; m0b < M; m0b += plan.bm) {
+        const int64_t bmr = std::min(plan.bm, M - m0b);
+        OnChipTile& as = a_bufs.next();
+        load_tiles_a(as, m0b, bmr, t.m);
+        for (int64_t n0b = 0; n0b < N; n0b += plan.bn) {
+          const int64_t bnr = std::min(plan.bn, N - n0b);
+          OnChipTile& bs = b_bufs.next();
+          load_tiles_b(bs, 0, K, n0b, bnr, t.n);
+          for (int64_t i = 0; i * t.m < bmr; ++i) {
+            const int64_t m0 = m0b + i * t.m;
+            const auto mr = static_cast<uint32_t>(std::min<int64_t>(t.m, bmr - i * t.m));
+            for (int64_t j = 0; j * t.n < bnr; ++j) {
+              const int64_t n0 = n0b + j * t.n;
+              const auto nr = static_cast<uint32_t>(std::min<int64_t>(t.n, bnr - j * t.n));
               OnChipTile& bank = banks.next();
               Completion last;
-              for (int64_t kt = 0; kt * t.k < bkr; ++kt) {
-                const auto kr = static_cast<uint32_t>(std::min<int64_t>(t.k, bkr - kt * t.k));
+              for (int64_t kt = 0; kt * t.k < K; ++kt) {
+                const auto kr = static_cast<uint32_t>(std::min<int64_t>(t.k, K - kt * t.k));
                 Completions after = as.access.before_read() + bs.access.before_read();
                 if (kt == 0) after.add(bank.access.before_write());
                 last = ops.matmul(
                     bank.offset, kr, mr, nr, as.offset + (kt * plan.a_stride + i * t.m) * es,
-                    bs.offset + (kt * plan.b_stride + j * t.n) * es, kt == 0, (kt + 1) * t.k >= bkr,
-                    after, fmt::format("mm r{} c{} k{}", m0, n0, k0b + kt * t.k));
+                    bs.offset + (kt * plan.b_stride + j * t.n) * es, kt == 0, (kt + 1) * t.k >= K,
+                    after, fmt::format("mm r{} c{} k{}", m0, n0, kt * t.k));
                 as.access.read(last);
                 bs.access.read(last);
               }
               bank.access.wrote(last);
-              RegionAccesses& res = result[static_cast<size_t>(m0 / t.m)];
-              const uint64_t at = acc_base + ((m0 / t.m) * plan.bn + j * t.n) * es;
-              const Completion done = ops.accumulate(
-                  bank.offset, mr, nr, at, dt, at, bank.access.before_read() + res.before_update(),
-                  fmt::format("accumulate c r{} c{} k{}", m0, n0, k0b), dt);
-              bank.access.read(done);
-              res.wrote(Completions(done));
+              evacuate_and_store(bank, m0, mr, n0, nr);
             }
           }
         }
       }
-      for (int64_t r = 0; r < row_tiles; ++r) {
-        const auto mr = static_cast<uint32_t>(std::min<int64_t>(t.m, M - r * t.m));
-        RegionAccesses& res = result[static_cast<size_t>(r)];
-        res.read(ops.store(Engine::sync, q_store_dve, cm, r * t.m, mr, n0b, bnr,
-                           acc_base + r * plan.bn * es, res.before_read()));
+    } else {
+      // Strategy 4, the tutorial's nki_matmul_fully_optimized_: per block of bn columns of C,
+      // every tile_m row tile of C is a result tile in SBUF (zeroed once); per block of bk of K
+      // (in order), B's [bk, bn] block is loaded, one DMA per 128-row tile, and reused by every
+      // block of bm rows, whose A block [bk, bm] is loaded the same way; each tile_m x tile_n
+      // tile accumulates its bk in PSUM and VectorE adds it into the result tile. After the last
+      // K block, each result tile is stored with one DMA of bn columns.
+      const int64_t row_tiles = ceil_div(M, t.m);
+      std::vector<RegionAccesses> result(static_cast<size_t>(row_tiles));
+      for (int64_t n0b = 0; n0b < N; n0b += plan.bn) {
+        const int64_t bnr = std::min(plan.bn, N - n0b);
+        for (int64_t r = 0; r < row_tiles; ++r) {
+          const auto mr = static_cast<uint32_t>(std::min<int64_t>(t.m, M - r * t.m));
+          RegionAccesses& res = result[static_cast<size_t>(r)];
+          res.wrote(Completions(ops.zero(Engine::vector, mr, static_cast<uint32_t>(bnr),
+                                         acc_base + r * plan.bn * es, res.before_write(),
+                                         fmt::format("zero c r{} c{}", r * t.m, n0b))));
+        }
+        for (int64_t k0b = 0; k0b < K; k0b += plan.bk) {
+          const int64_t bkr = std::min(plan.bk, K - k0b);
+          OnChipTile& bs = b_bufs.next();
+          load_tiles_b(bs, k0b, bkr, n0b, bnr, bnr);
+          for (int64_t m0b = 0; m0b < M; m0b += plan.bm) {
+            const int64_t bmr = std::min(plan.bm, M - m0b);
+            OnChipTile& as = a_bufs.next();
+            load_tiles_a_block(as, k0b, bkr, m0b, bmr);
+            for (int64_t j = 0; j * t.n < bnr; ++j) {
+              const int64_t n0 = n0b + j * t.n;
+              const auto nr = static_cast<uint32_t>(std::min<int64_t>(t.n, bnr - j * t.n));
+              for (int64_t i = 0; i * t.m < bmr; ++i) {
+                const int64_t m0 = m0b + i * t.m;
+                const auto mr = static_cast<uint32_t>(std::min<int64_t>(t.m, bmr - i * t.m));
+                OnChipTile& bank = banks.next();
+                Completion last;
+                for (int64_t kt = 0; kt * t.k < bkr; ++kt) {
+                  const auto kr = static_cast<uint32_t>(std::min<int64_t>(t.k, bkr - kt * t.k));
+                  Completions after = as.access.before_read() + bs.access.before_read();
+                  if (kt == 0) after.add(bank.access.before_write());
+                  last = ops.matmul(bank.offset, kr, mr, nr,
+                                    as.offset + (kt * plan.a_stride + i * t.m) * es,
+                                    bs.offset + (kt * plan.b_stride + j * t.n) * es, kt == 0,
+                                    (kt + 1) * t.k >= bkr, after,
+                                    fmt::format("mm r{} c{} k{}", m0, n0, k0b + kt * t.k));
+                  as.access.read(last);
+                  bs.access.read(last);
+                }
+                bank.access.wrote(last);
+                RegionAccesses& res = result[static_cast<size_t>(m0 / t.m)];
+                const uint64_t at = acc_base + ((m0 / t.m) * plan.bn + j * t.n) * es;
+                const Completion done =
+                    ops.accumulate(bank.offset, mr, nr, at, dt, at,
+                                   bank.access.before_read() + res.before_update(),
+                                   fmt::format("accumulate c r{} c{} k{}", m0, n0, k0b), dt);
+                bank.access.read(done);
+                res.wrote(Completions(done));
+              }
+            }
+          }
+        }
+        for (int64_t r = 0; r < row_tiles; ++r) {
+          const auto mr = static_cast<uint32_t>(std::min<int64_t>(t.m, M - r * t.m));
+          RegionAccesses& res = result[static_cast<size_t>(r)];
+          res.read(ops.store(Engine::sync, q_store_dve, cm, r * t.m, mr, n0b, bnr,
+                             acc_base + r * plan.bn * es, res.before_read()));
+        }
       }
     }
-  }
+  }  // batch
   streams.finish();
 
   k.choices = {{"strategy", c.strategy},
