@@ -99,9 +99,12 @@ void add_data_files(const std::string& path, const isa::Assembly& a, workloads::
     } catch (const workloads::NpyError& e) {
       throw InputError(fmt::format("{}: tensor {}: {}: {}", path, name, full, e.what()));
     }
-    if (arr.values.size() != t->elements()) {
-      throw InputError(fmt::format("{}: tensor {} has {} elements; {} holds {}", path, name,
-                                   t->elements(), full, arr.values.size()));
+    // The same shape, not only as many elements: a transposed or flattened array would
+    // otherwise fill the tensor in the wrong order and the run would look fine.
+    if (arr.shape != t->shape) {
+      throw InputError(
+          fmt::format("{}: tensor {}: {} holds shape [{}]; the tensor is declared [{}]", path, name,
+                      full, fmt::join(arr.shape, ", "), fmt::join(t->shape, ", ")));
     }
     for (float& v : arr.values) v = isa::round_to(t->dtype, v);
     k.inputs.push_back(workloads::HostTensor{name, t->dtype, t->shape, std::move(arr.values)});
