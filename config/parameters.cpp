@@ -214,9 +214,9 @@ std::vector<std::string> parameter_names() {
 std::string unknown_parameter_text(const std::string& name) {
   // Parameters that were dropped, and what to set instead.
   if (name == "hbm_bytes_per_ns") {
-    return "no longer a parameter: a core's share of the HBM bandwidth (the MBU denominator) is "
-           "derived as hbm.stack_bytes_per_ns / hbm.cores_per_stack; set hbm.stack_bytes_per_ns "
-           "(one stack's peak, B/ns), which drives time, instead";
+    return "no longer a parameter: a core's share of the HBM bandwidth moved nothing but MBU, "
+           "which divides by the peak of the HBM stacks the run uses; set hbm.stack_bytes_per_ns "
+           "(one stack's peak, B/ns), which drives time and MBU, instead";
   }
   const std::string near = base::closest_name(name, parameter_names());
   return fmt::format("unknown parameter{} (trnsim params lists them)",
