@@ -138,9 +138,9 @@ std::vector<MetricDrift> compare_to_golden(const json& golden, const json& stats
 int check(const CheckOptions& o) {
   try {
     json golden = json::object();
-    const bool exists = !read_input_file_if_exists(o.golden).empty();
+    const bool exists = !read_input_file_if_exists(o.golden, "a golden file").empty();
     if (exists) {
-      golden = workloads::parse_json(read_input_file(o.golden), o.golden);
+      golden = workloads::parse_json(read_input_file(o.golden, "a golden file"), o.golden);
       validate_golden(golden, o.golden);
     } else if (!o.update) {
       throw InputError(fmt::format("{}: cannot be read (use --update to create it)", o.golden));
