@@ -56,8 +56,7 @@ TEST_CASE("a Fortran-order or big-endian .npy input gives y = 2x exactly, as a C
       const Invocation r = trnsim_test::trnsim(w + " --no-report --out " + dir + "/out", dir);
       INFO(r.err);
       REQUIRE(r.exit_code == 0);
-      const trnsim::workloads::NpyArray y =
-          trnsim::workloads::parse_npy(slurp(dir + "/out/y.npy"));
+      const trnsim::workloads::NpyArray y = trnsim::workloads::parse_npy(slurp(dir + "/out/y.npy"));
       REQUIRE(y.shape == std::vector<int64_t>{256, 512});
       double worst = 0;
       for (size_t n = 0; n < y.values.size(); ++n) {
@@ -85,7 +84,8 @@ TEST_CASE("a JSON program's data file of another shape than its tensor is refuse
   INFO(r.err);
   CHECK(r.exit_code == 2);
   CHECK(r.out.empty());
-  CHECK_THAT(r.err, Contains("p.json: tensor x: " + dir + "/xT.npy holds shape [512, 256]; the "
+  CHECK_THAT(r.err, Contains("p.json: tensor x: " + dir +
+                             "/xT.npy holds shape [512, 256]; the "
                              "tensor is declared [256, 512]"));
   CHECK_FALSE(std::filesystem::exists(dir + "/out/stats.json"));
 }
