@@ -42,9 +42,9 @@ TEST_CASE("an empty .tasm, or one of directives and comments only, exits 2: no i
 
 TEST_CASE("--set takes decimal numbers only: 0x40, ' 64', inf and nan are refused") {
   for (const char* value : {"0x40", "' 64'", "inf", "nan", "64abc", "''", "1e"}) {
-    const Invocation r = refused(example("matmul_s1.json") + " --timing-only --set pe_rows=" +
-                                     value + " --out out",
-                                 "set_value");
+    const Invocation r =
+        refused(example("matmul_s1.json") + " --timing-only --set pe_rows=" + value + " --out out",
+                "set_value");
     CHECK_THAT(r.err, Contains("--set pe_rows: expected a decimal number"));
   }
   // What a person writes as a number still works, and means what it says.
@@ -62,13 +62,12 @@ TEST_CASE("--set takes decimal numbers only: 0x40, ' 64', inf and nan are refuse
 
 TEST_CASE("--arch '' and --out '' exit 2 naming the option, in every command that takes them") {
   const std::string w = example("rmsnorm.json");
-  const std::vector<std::string> commands = {
-      w + " --arch ''",
-      w + " --out ''",
-      "params --arch ''",
-      "check " + w + " --golden g.json --arch ''",
-      "asm " + example("micro_pe.tasm") + " --arch ''",
-      "sweep s.json --out ''"};
+  const std::vector<std::string> commands = {w + " --arch ''",
+                                             w + " --out ''",
+                                             "params --arch ''",
+                                             "check " + w + " --golden g.json --arch ''",
+                                             "asm " + example("micro_pe.tasm") + " --arch ''",
+                                             "sweep s.json --out ''"};
   for (const std::string& args : commands) {
     const Invocation r = refused(args, "empty_option");
     const bool arch = args.find("--arch ''") != std::string::npos;
@@ -97,8 +96,10 @@ TEST_CASE("docs/isa.md's .arch directive names every preset a program may give")
     const std::string dir = fresh_dir(std::string("usage_arch_") + preset);
     const std::string tasm = slurp(example("micro_pe.tasm"));
     const std::string p = write_file(
-        dir, "p.tasm", std::regex_replace(tasm, std::regex("\\.arch trn2"), std::string(".arch ") + preset));
-    const Invocation r = trnsim_test::trnsim(p + " --timing-only --no-report --out " + dir + "/o", dir);
+        dir, "p.tasm",
+        std::regex_replace(tasm, std::regex("\\.arch trn2"), std::string(".arch ") + preset));
+    const Invocation r =
+        trnsim_test::trnsim(p + " --timing-only --no-report --out " + dir + "/o", dir);
     INFO(r.err);
     CHECK(r.exit_code == 0);
     CHECK_THAT(r.out, Contains(std::string("arch=") + preset));
@@ -135,7 +136,8 @@ TEST_CASE("--arch naming a directory says it is not an arch file") {
   CHECK(r.err.find("workload") == std::string::npos);
 }
 
-TEST_CASE("explain and compare of a corrupt or foreign stats.json: one error saying what is wrong") {
+TEST_CASE(
+    "explain and compare of a corrupt or foreign stats.json: one error saying what is wrong") {
   const Run good = run_ok(example("micro_pe.tasm"), "--timing-only", "usage_explain_good");
   struct Case {
     const char* text;
@@ -224,8 +226,8 @@ TEST_CASE("a command missing its argument prints that command's usage, not the t
 
 TEST_CASE("the top-level usage lists every command, explain and metrics among them") {
   const Invocation r = refused("", "no_arguments");
-  for (const char* command : {"run", "asm", "disasm", "isa", "metrics", "check", "params",
-                              "sweep", "compare", "explain"}) {
+  for (const char* command : {"run", "asm", "disasm", "isa", "metrics", "check", "params", "sweep",
+                              "compare", "explain"}) {
     INFO(command);
     CHECK_THAT(r.err, Contains(std::string("trnsim ") + command + " "));
   }
