@@ -40,7 +40,7 @@ TEST_CASE("an empty .tasm, or one of directives and comments only, exits 2: no i
   }
 }
 
-TEST_CASE("--set takes decimal numbers only: 0x40, ' 64', inf and nan are refused") {
+TEST_CASE("usage: --set takes decimal numbers only: 0x40, ' 64', inf and nan are refused") {
   for (const char* value : {"0x40", "' 64'", "inf", "nan", "64abc", "''", "1e"}) {
     const Invocation r =
         refused(example("matmul_s1.json") + " --timing-only --set pe_rows=" + value + " --out out",
@@ -60,7 +60,8 @@ TEST_CASE("--set takes decimal numbers only: 0x40, ' 64', inf and nan are refuse
   }
 }
 
-TEST_CASE("--arch '' and --out '' exit 2 naming the option, in every command that takes them") {
+TEST_CASE(
+    "usage: --arch '' and --out '' exit 2 naming the option, in every command that takes them") {
   const std::string w = example("rmsnorm.json");
   const std::vector<std::string> commands = {w + " --arch ''",
                                              w + " --out ''",
@@ -126,7 +127,7 @@ TEST_CASE("disasm of a malformed JSON program names the file once") {
   CHECK_THAT(r.err, Contains(p + ": line 1, column 1: malformed JSON"));
 }
 
-TEST_CASE("--arch naming a directory says it is not an arch file") {
+TEST_CASE("usage: --arch naming a directory says it is not an arch file") {
   const std::string dir = fresh_dir("usage_arch_dir");
   std::filesystem::create_directories(dir + "/presets");
   const Invocation r = trnsim_test::trnsim(
@@ -183,7 +184,7 @@ TEST_CASE("the check line gives the relative error only where it means something
 
 // ---- item 7: usability
 
-TEST_CASE("-v logs what each phase did on stderr; without it, nothing") {
+TEST_CASE("usage: -v logs what each phase did on stderr, and without it nothing") {
   const Run quiet = run_ok(example("micro_pe.tasm"), "--timing-only", "usage_quiet");
   CHECK(quiet.invocation.err.empty());
   const Run v = run_ok(example("micro_pe.tasm"), "--timing-only -v", "usage_verbose");
