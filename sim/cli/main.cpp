@@ -12,6 +12,7 @@
 #include <systemc>
 #include <vector>
 
+#include "sim/io/interrupt.hpp"
 #include "sim/report/compare.hpp"
 #include "sim/report/explain.hpp"
 #include "sim/run/check.hpp"
@@ -98,6 +99,8 @@ int main(int argc, char* argv[]) {
 }
 
 int sc_main(int argc, char* argv[]) {
+  // Ctrl-C and SIGTERM remove the unfinished outputs and exit 130 / 143 (sim/io/interrupt.hpp).
+  trnsim::sim::install_interrupt_handlers();
   auto logger = spdlog::stderr_color_mt("trnsim");
   logger->set_pattern("trnsim: %^%l%$: %v");
   spdlog::set_default_logger(logger);

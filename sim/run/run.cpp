@@ -14,6 +14,7 @@
 #include "isa/text/assembly.hpp"
 #include "isa/validate.hpp"
 #include "models/chip/simulate.hpp"
+#include "sim/io/interrupt.hpp"
 #include "sim/io/output_file.hpp"
 #include "sim/report/explain.hpp"
 #include "sim/report/profile.hpp"
@@ -291,11 +292,15 @@ RunOutcome execute_run(const RunOptions& o, LoadedWorkload* given, const HostDat
     stats_file.close();
     for (auto& a : arrays) a->close();
     if (report_page) report_page->close(out.stats, o.out);
-    trace.commit();
-    stats_file.commit();
-    for (auto& a : arrays) a->commit();
-    if (report_page) report_page->commit();
-    if (perf) perf->commit();
+    {
+      // The renames go through together: an interruption finds all outputs or none in place.
+      const DeferInterrupts defer;
+      trace.commit();
+      stats_file.commit();
+      for (auto& a : arrays) a->commit();
+      if (report_page) report_page->commit();
+      if (perf) perf->commit();
+    }
     spdlog::info("{}: wrote {}/{{stats.json,trace.json{}{}}} ({} trace events)", o.workload, o.out,
                  report_page ? ",report.html" : "", perf ? ",perf.json" : "",
                  trace.events_written());
