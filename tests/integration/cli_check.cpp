@@ -115,7 +115,7 @@ TEST_CASE("set: --set checks the name, the type and the range before anything ru
   CHECK_FALSE(std::filesystem::exists(dir + "/o/stats.json"));
 }
 
-TEST_CASE("set: --set changes the model and stats.json records it; trnsim params lists it") {
+TEST_CASE("set: --set changes the model and stats.json records it, trnsim params lists it") {
   const std::string dir = fresh_dir("set_applies");
   REQUIRE(
       trnsim(example("rmsnorm.json") + " --timing-only --set hbm.t_rcd=20 --out " + dir + "/o", dir)

@@ -110,9 +110,8 @@ Ended interrupt(pid_t pid, int sig, const std::string& dir) {
 }  // namespace
 
 TEST_CASE("interrupt: SIGINT or SIGTERM during a run removes its unfinished outputs") {
-  for (const auto& [sig, name, shell] :
-       std::vector<std::tuple<int, std::string, int>>{{SIGINT, "SIGINT", 130},
-                                                      {SIGTERM, "SIGTERM", 143}}) {
+  for (const auto& [sig, name, shell] : std::vector<std::tuple<int, std::string, int>>{
+           {SIGINT, "SIGINT", 130}, {SIGTERM, "SIGTERM", 143}}) {
     DYNAMIC_SECTION(name) {
       const std::string dir = fresh_dir("interrupt_run_" + name);
       const std::string w = write_file(dir, "long.json", kLongWorkload);
@@ -152,7 +151,8 @@ TEST_CASE("interrupt: SIGTERM to a sweep stops its points and leaves no temporar
   INFO(e.err);
   CHECK(e.by_signal);
   CHECK(e.shell_status == 143);
-  CHECK(e.err.find("trnsim: interrupted by SIGTERM; stopped 2 child processes; removed 0 unfinished output files\n") != std::string::npos);
+  CHECK(e.err.find("trnsim: interrupted by SIGTERM; stopped 2 child processes; removed 0 "
+                   "unfinished output files\n") != std::string::npos);
   // The points got the signal and were waited for before the sweep ended: no point is left to
   // write on, and none left a temporary file.
   CHECK(temporary_files(dir).empty());

@@ -385,7 +385,7 @@ TEST_CASE("mlp options and params are checked, naming the key", "[unit][mlp]") {
              StartsWith("w.json: /params/block_m: mlp needs"));
 }
 
-TEST_CASE("matmul blocks not given are chosen to fit SBUF; given ones are kept", "[unit][matmul]") {
+TEST_CASE("matmul blocks not given are chosen to fit SBUF, given ones are kept", "[unit][matmul]") {
   const ArchConfig arch = trnsim::config::trn2();
   // Strategy 3 at K 8192: blocks of all K, one buffer and 640 x 1024 (docs/kernels.md).
   const LoweredKernel s3 = lower(matmul(3, kFull), arch, false);
