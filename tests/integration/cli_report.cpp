@@ -48,7 +48,7 @@ std::string find_chromium() {
 // Runs headless Chromium on `page` with `mode` (--dump-dom, or --screenshot=...), each run with
 // a profile of its own (two tests may run at once). Its stderr is noise and is kept aside.
 Invocation chromium(const std::string& page, const std::string& mode, const std::string& scratch,
-                    const std::string& tag) {
+                    const std::string& tag, const std::string& window = "1600,1000") {
   const std::string browser = find_chromium();
   if (browser.empty()) {
     FAIL(
@@ -59,8 +59,8 @@ Invocation chromium(const std::string& page, const std::string& mode, const std:
       "--headless --no-sandbox --disable-gpu --disable-dev-shm-usage "
       "--no-first-run --no-default-browser-check --disable-extensions "
       "--hide-scrollbars --user-data-dir=" +
-      scratch + "/profile-" + tag + " --virtual-time-budget=20000 --window-size=1600,1000 " + mode +
-      " file://" + fs::absolute(page).string();
+      scratch + "/profile-" + tag + " --virtual-time-budget=20000 --window-size=" + window + " " +
+      mode + " file://" + fs::absolute(page).string();
   // `timeout`: a browser that hangs fails the test instead of holding up the suite.
   return trnsim_test::trnsim(args, scratch, "timeout 180 " + browser);
 }
@@ -278,6 +278,51 @@ TEST_CASE(
   }
   CHECK(seen.count("0/kernels/0/duration") == 1);
   check_screenshot(page, dir, "report");
+}
+
+// Item 9 of issue 18: a laptop's 1366-pixel-wide window shows the whole width of the page, with
+// no horizontal scroll bar, for kernel runs and graph runs (whose tables of choices are widest).
+TEST_CASE("report.html fits a 1366-pixel-wide window without horizontal scrolling") {
+  for (const char* name : {"rmsnorm.json", "rmsnorm_compiled.json", "gelu_mlp_compiled.json",
+                           "attention.json", "mlp_gelu.json"}) {
+    INFO(name);
+    const std::string tag = std::string("report_1366_") + name;
+    const trnsim_test::Run run = trnsim_test::run_ok(example(name), "--timing-only", tag);
+    const std::string page = run.dir + "/out/report.html";
+    const Invocation dom = chromium(page, "--dump-dom", run.dir, "dom", "1366,768");
+    INFO(dom.err.substr(0, 2000));
+    REQUIRE(dom.exit_code == 0);
+    check_ran(dom.out, 1);
+    const std::vector<Element> body = elements_with(dom.out, "data-scroll-width");
+    REQUIRE(body.size() == 1);
+    const int scroll = std::stoi(body[0].attrs.at("data-scroll-width"));
+    const int client = std::stoi(body[0].attrs.at("data-client-width"));
+    CHECK(client > 1300);  // the window asked for, less a scroll bar at most
+    CHECK(scroll <= client);
+    // The legend names the host's items only for a run with host lanes.
+    bool host = false;
+    for (const json& e : run.trace["traceEvents"]) host = host || e.value("pid", -1) == 0;
+    CHECK((dom.out.find(R"(data-legend="framework dispatch")") != std::string::npos) == host);
+    CHECK(dom.out.find(R"(data-legend="DMA transfer")") != std::string::npos);
+    // A lane's label counts what the lane is of: instructions (not their waits), transfers.
+    std::map<std::pair<int, int>, size_t> items;
+    for (const json& e : run.trace["traceEvents"]) {
+      if (e["ph"] != "X" || e["cat"] == "semaphore" || e["cat"] == "port") continue;
+      int tid = e["tid"];
+      if (tid >= 1100) tid = 100 + (tid - 100) % 1000;  // a queue's sub-lanes: its one lane here
+      ++items[{e["pid"], tid}];
+    }
+    for (const Element& lane : elements_with(dom.out, "data-lane")) {
+      const std::pair<int, int> key{std::stoi(lane.attrs.at("data-pid")),
+                                    std::stoi(lane.attrs.at("data-tid"))};
+      INFO(lane.attrs.at("data-lane"));
+      CHECK(std::stoul(lane.attrs.at("data-items")) == items[key]);
+    }
+    const std::string png = run.dir + "/report-1366.png";
+    const Invocation shot = chromium(page, "--screenshot=" + png, run.dir, "shot", "1366,768");
+    REQUIRE(shot.exit_code == 0);
+    CHECK(fs::file_size(png) > 20000);
+  }
 }
 
 TEST_CASE("report.html of two NeuronCores has each core's lanes as trace.json names them") {
