@@ -297,6 +297,9 @@ TEST_CASE("report.html fits a 1366-pixel-wide window without horizontal scrollin
     REQUIRE(body.size() == 1);
     const int scroll = std::stoi(body[0].attrs.at("data-scroll-width"));
     const int client = std::stoi(body[0].attrs.at("data-client-width"));
+    // The run's directory by its name (the page is in it), not the absolute path given.
+    CHECK(dom.out.find(run.out) == std::string::npos);
+    CHECK_THAT(dom.out, Contains("events (out)"));
     CHECK(client > 1300);  // the window asked for, less a scroll bar at most
     CHECK(scroll <= client);
     // The legend names the host's items only for a run with host lanes.
