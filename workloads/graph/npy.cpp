@@ -273,7 +273,9 @@ std::string npy_bytes(const std::vector<int64_t>& shape, const std::vector<float
   out += header;
   const size_t at = out.size();
   out.resize(at + values.size() * 4);
-  std::memcpy(out.data() + at, values.data(), values.size() * 4);
+  // An empty array's data() may be null, which memcpy may not be given even for 0 bytes
+  // (fuzz_npy_header: UBSan on a (0, 4) array read and written back).
+  if (!values.empty()) std::memcpy(out.data() + at, values.data(), values.size() * 4);
   return out;
 }
 
