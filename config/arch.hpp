@@ -116,8 +116,8 @@ struct ArchConfig {
   double dma_transpose_sbuf_fraction{};
 
   // HBM. The bandwidth is one parameter, the stack's (hbm.stack_bytes_per_ns, below), which
-  // drives time; a core's share of it is derived (hbm_bytes_per_ns()), so that a what-if on
-  // the bandwidth moves the time and MBU together.
+  // drives time and MBU's denominator, so that a what-if on the bandwidth moves both together;
+  // a core's share of it is derived (hbm_bytes_per_ns()).
   uint64_t hbm_capacity_bytes{};  // the chip's HBM over its cores
   // Fixed latency of the path from a DMA engine to the HBM controller and back (network on
   // chip, controller, PHY), on top of the DRAM timing below.
@@ -155,7 +155,8 @@ struct ArchConfig {
 
   // A core's share of the HBM bandwidth (B/ns = GB/s): its stack's peak over the cores that
   // share the stack; the chip's bandwidth over its cores when every stack serves the same number
-  // of cores (trn1 410, trn2 362.5, trn3 612.5). The MBU denominator (docs/metrics.md).
+  // of cores (trn1 410, trn2 362.5, trn3 612.5): what each gets when all of them stream. (MBU
+  // divides by the stacks' peak instead: a core running alone can use its whole stack.)
   double hbm_bytes_per_ns() const { return hbm.stack_bytes_per_ns / hbm.cores_per_stack; }
 
   // The host: PyTorch dispatching ops on the CPU (framework), the Neuron runtime launching

@@ -254,9 +254,9 @@ std::string unknown_parameter_text(const std::string& name) {
            "in ns) instead";
   }
   if (name == "hbm_bytes_per_ns") {
-    return "no longer a parameter: a core's share of the HBM bandwidth (the MBU denominator) is "
-           "derived as hbm.stack_bytes_per_ns / hbm.cores_per_stack; set hbm.stack_bytes_per_ns "
-           "(one stack's peak, B/ns), which drives time, instead";
+    return "no longer a parameter: a core's share of the HBM bandwidth moved nothing but MBU, "
+           "which divides by the peak of the HBM stacks the run uses; set hbm.stack_bytes_per_ns "
+           "(one stack's peak, B/ns), which drives time and MBU, instead";
   }
   const std::string near = base::closest_name(name, parameter_names());
   return fmt::format("unknown parameter{} (trnsim params lists them)",
@@ -283,6 +283,35 @@ std::string check_parameter_value(const Parameter& p, double v, const std::strin
   return {};
 }
 
+namespace {
+
+// [+-] digits [. digits] [e [+-] digits], or with the digits only after the point: what a
+// person writes as a number. strtod alone also takes hexadecimal (--set pe_rows=0x40 read as
+// 64), "inf", "nan" and leading spaces, none of which a parameter value means.
+bool is_decimal_number(const std::string& t) {
+  size_t i = 0;
+  auto digits = [&] {
+    const size_t from = i;
+    while (i < t.size() && t[i] >= '0' && t[i] <= '9') ++i;
+    return i - from;
+  };
+  if (i < t.size() && (t[i] == '+' || t[i] == '-')) ++i;
+  size_t mantissa = digits();
+  if (i < t.size() && t[i] == '.') {
+    ++i;
+    mantissa += digits();
+  }
+  if (mantissa == 0) return false;
+  if (i < t.size() && (t[i] == 'e' || t[i] == 'E')) {
+    ++i;
+    if (i < t.size() && (t[i] == '+' || t[i] == '-')) ++i;
+    if (digits() == 0) return false;
+  }
+  return i == t.size();
+}
+
+}  // namespace
+
 double parse_parameter_value(const Parameter& p, const std::string& text) {
   double v = 0;
   if (p.kind == K::flag) {
@@ -295,9 +324,13 @@ double parse_parameter_value(const Parameter& p, const std::string& text) {
     }
     return v;
   }
+  if (!is_decimal_number(text)) {
+    throw std::invalid_argument(
+        fmt::format("expected a decimal number (such as 64, 1.5 or 2e3), got \"{}\"", text));
+  }
   char* end = nullptr;
   v = std::strtod(text.c_str(), &end);
-  if (text.empty() || end != text.c_str() + text.size() || !std::isfinite(v)) {
+  if (end != text.c_str() + text.size() || !std::isfinite(v)) {
     throw std::invalid_argument(fmt::format("expected a number, got \"{}\"", text));
   }
   const std::string problem = check_parameter_value(p, v, text);

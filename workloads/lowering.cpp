@@ -37,6 +37,7 @@ std::vector<float> read_tensor(const LoweredKernel& k, const isa::MemoryImage& m
 CheckResult check_outputs(const LoweredKernel& k, const isa::MemoryImage& memory) {
   CheckResult c;
   c.tolerance = k.tolerance;
+  c.rel_error_floor = k.tolerance.rtol > 0 ? k.tolerance.atol / k.tolerance.rtol : 0;
   for (const auto& expected : k.expected) {
     const isa::DramTensor* d = k.program.find_dram_tensor(expected.name);
     const uint8_t* p = memory.hbm.data() + d->address;
@@ -49,7 +50,8 @@ CheckResult check_outputs(const LoweredKernel& k, const isa::MemoryImage& memory
       if (!std::isnan(c.max_abs_error) && (std::isnan(err) || err > c.max_abs_error)) {
         c.max_abs_error = err;
       }
-      if (std::abs(want) > 1e-6) {
+      if (std::abs(want) >= c.rel_error_floor && want != 0) {
+        ++c.rel_error_elements;
         const double rel = err / std::abs(want);
         if (!std::isnan(c.max_rel_error) && (std::isnan(rel) || rel > c.max_rel_error)) {
           c.max_rel_error = rel;

@@ -17,6 +17,21 @@ using namespace text_form;  // NOLINT: the text forms' shared vocabulary
 
 namespace {
 
+// Text as an error message can quote it: control bytes as \xNN (a terminal would act on them,
+// and a NUL would end the message there); UTF-8 stays as it is.
+std::string printable(std::string_view s) {
+  std::string out;
+  for (const char c : s) {
+    const auto u = static_cast<unsigned char>(c);
+    if (u < 0x20 || u == 0x7f) {
+      out += fmt::format("\\x{:02x}", u);
+    } else {
+      out += c;
+    }
+  }
+  return out;
+}
+
 struct Names {
   const Program& program;
   const std::vector<OnChipBuffer>& buffers;
@@ -87,7 +102,7 @@ class LineParser {
            end - pos_ < 16) {
       ++end;
     }
-    return fmt::format(", found \"{}\"", text_.substr(pos_, end - pos_));
+    return fmt::format(", found \"{}\"", printable(text_.substr(pos_, end - pos_)));
   }
   size_t pos() {
     skip_space();
@@ -163,6 +178,16 @@ class Assembler {
   }
 
   Assembly run(const std::string& text) {
+    // A NUL byte is not text (a binary file, or a file saved as UTF-16): say so at its place
+    // rather than print the line up to it, which would cut the message there.
+    if (const size_t nul = text.find('\0'); nul != std::string::npos) {
+      const size_t line_start = text.rfind('\n', nul);
+      const size_t column = line_start == std::string::npos ? nul : nul - line_start - 1;
+      const auto line_no =
+          1 + std::count(text.begin(), text.begin() + static_cast<long>(nul), '\n');
+      throw AssemblyError(out_.file, static_cast<int>(line_no), static_cast<int>(column) + 1,
+                          "a NUL byte (\\x00): a .tasm program is text (is this a binary file?)");
+    }
     int line_no = 0;
     size_t from = 0;
     while (from <= text.size()) {

@@ -12,6 +12,7 @@
 #include <systemc>
 #include <vector>
 
+#include "sim/io/interrupt.hpp"
 #include "sim/report/compare.hpp"
 #include "sim/report/explain.hpp"
 #include "sim/run/check.hpp"
@@ -32,7 +33,7 @@ namespace {
 
 constexpr const char* kUsage =
     "usage: trnsim WORKLOAD.json|PROGRAM.tasm [--arch PRESET|FILE] [--out DIR] [--timing-only]\n"
-    "              [--no-report]\n"
+    "              [--no-report] [--set NAME=VALUE]... [-v]\n"
     "       trnsim run KERNEL.py [--kernel NAME] [--input NAME=SHAPE[:DTYPE]|NAME=FILE.npy]...\n"
     "              [--grid G]              an NKI kernel (docs/nki.md)\n"
     "       trnsim asm PROGRAM.tasm [-o OUT.json]   assemble (adds synchronization)\n"
@@ -42,10 +43,12 @@ constexpr const char* kUsage =
     "       trnsim check [WORKLOAD] --golden FILE [--update] [--set k=v]\n"
     "       trnsim params [--arch NAME|FILE] [--set k=v] [--json]   list every hardware parameter\n"
     "       trnsim sweep SWEEP.json [-j N] [--out DIR] [--resume]   run a parameter sweep\n"
-    "       trnsim compare DIR... [--json] [--report FILE | --no-report]   runs side by side\n"
-    "       (trnsim --help, trnsim COMMAND --help for more)\n";
+    "       trnsim compare DIR DIR... [--json] [--report FILE | --no-report]   runs side by side\n"
+    "       trnsim explain DIR [--json]             what bounds a finished run, what to change\n"
+    "       (trnsim --help, trnsim help COMMAND for more)\n";
 
-// Runs a CLI11 parse; returns -1 to go on, or the exit code to return.
+// Runs a CLI11 parse; returns -1 to go on, or the exit code to return. A usage error prints
+// the usage of the command that was given (its --help), the top-level usage for a run.
 int parse(CLI::App& app, std::vector<char*>& args) {
   try {
     app.parse(static_cast<int>(args.size()), args.data());
@@ -55,11 +58,29 @@ int parse(CLI::App& app, std::vector<char*>& args) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
     spdlog::error("{}", e.what());
-    std::fputs(kUsage, stderr);
+    if (app.get_name() == "trnsim") {
+      std::fputs(kUsage, stderr);
+    } else {
+      std::fputs(app.help().c_str(), stderr);
+    }
     return trnsim::sim::kBadInput;
   }
   return -1;
 }
+
+// An option given as an empty string (--arch '', --out ''): refused at the command line, where
+// the message can name the option, instead of read as "not given" (--arch '' ran trn2) or
+// failing later without a name (--out '' printed ": cannot create the output directory").
+CLI::Validator not_empty(const char* expected) {
+  return CLI::Validator(
+      [expected](std::string& value) {
+        return value.empty() ? std::string("expected ") + expected + ", got an empty string"
+                             : std::string();
+      },
+      "");
+}
+const char* const kArchExpected = "a preset (trn1, trn2, trn3) or an arch JSON file";
+const char* const kDirExpected = "a directory name";
 
 }  // namespace
 
@@ -78,12 +99,27 @@ int main(int argc, char* argv[]) {
 }
 
 int sc_main(int argc, char* argv[]) {
+  // Ctrl-C and SIGTERM remove the unfinished outputs and exit 130 / 143 (sim/io/interrupt.hpp).
+  trnsim::sim::install_interrupt_handlers();
   auto logger = spdlog::stderr_color_mt("trnsim");
   logger->set_pattern("trnsim: %^%l%$: %v");
   spdlog::set_default_logger(logger);
   spdlog::set_level(spdlog::level::warn);
 
   std::vector<char*> args(argv, argv + argc);
+  // `trnsim help` and `trnsim help COMMAND` are `trnsim --help` and `trnsim COMMAND --help`
+  // (help was taken for a workload file named "help").
+  static char help_flag[] = "--help";
+  if (args.size() > 1 && std::strcmp(args[1], "help") == 0) {
+    args.erase(args.begin() + 1);
+    if (args.size() > 2) {
+      spdlog::error("trnsim help takes one command, got {} words", args.size() - 1);
+      std::fputs(kUsage, stderr);
+      return trnsim::sim::kBadInput;
+    }
+    if (args.size() == 2 && std::strcmp(args[1], "run") == 0) args.erase(args.begin() + 1);
+    args.push_back(help_flag);
+  }
   const std::string command = args.size() > 1 ? args[1] : "";
 
   if (command == "asm" || command == "disasm") {
@@ -98,7 +134,8 @@ int sc_main(int argc, char* argv[]) {
     app.add_option("-o,--out", out, "output file, - for stdout")->capture_default_str();
     app.add_option("--arch", arch,
                    "hardware preset (trn1, trn2, trn3) or arch file (default: the file's .arch, "
-                   "else trn2)");
+                   "else trn2)")
+        ->check(not_empty(kArchExpected));
     if (const int rc = parse(app, args); rc >= 0) return rc;
     return assemble ? trnsim::sim::assemble(input, out, arch)
                     : trnsim::sim::disassemble(input, out, arch);
@@ -131,9 +168,12 @@ int sc_main(int argc, char* argv[]) {
         ->required();
     app.add_flag("--update", o.update,
                  "rewrite the golden file from this run and say what changed");
-    app.add_option("--arch", o.arch, "hardware preset or arch file (default: the golden file's)");
+    app.add_option("--arch", o.arch, "hardware preset or arch file (default: the golden file's)")
+        ->check(not_empty(kArchExpected));
     app.add_option("--set", o.sets, "override a hardware parameter, name=value (repeatable)");
-    app.add_option("--out", o.out, "directory for this run's outputs")->capture_default_str();
+    app.add_option("--out", o.out, "directory for this run's outputs")
+        ->capture_default_str()
+        ->check(not_empty(kDirExpected));
     app.add_flag("--full", o.full, "run the functional model and its check too");
     if (const int rc = parse(app, args); rc >= 0) return rc;
     return trnsim::sim::check(o);
@@ -146,7 +186,8 @@ int sc_main(int argc, char* argv[]) {
     std::vector<std::string> sets;
     bool json = false;
     app.add_option("--arch", arch, "hardware preset (trn1, trn2, trn3) or arch JSON file")
-        ->capture_default_str();
+        ->capture_default_str()
+        ->check(not_empty(kArchExpected));
     app.add_option("--set", sets, "override a parameter, name=value (repeatable)");
     app.add_flag("--json", json, "print a complete arch file (a start for your own)");
     if (const int rc = parse(app, args); rc >= 0) return rc;
@@ -170,15 +211,25 @@ int sc_main(int argc, char* argv[]) {
     trnsim::sim::CompareOptions o;
     app.add_option("dirs", o.dirs, "the --out directories of two or more runs")
         ->required()
-        ->expected(1, -1);
+        ->expected(1, -1)
+        ->check(not_empty(kDirExpected));
     app.add_flag("--json", o.json, "print the comparison as JSON");
     app.add_option("--report", o.report,
                    "write the comparison report (the runs' timelines on one time scale, their "
                    "metrics side by side) here")
-        ->capture_default_str();
+        ->capture_default_str()
+        ->check(not_empty("a file name"));
     app.add_flag("--no-report", o.no_report,
                  "no comparison report (then the runs need no report.html)");
     if (const int rc = parse(app, args); rc >= 0) return rc;
+    if (o.dirs.size() < 2) {
+      spdlog::error(
+          "compare needs the --out directories of two or more runs, got one ({}); trnsim "
+          "explain {} describes one run",
+          o.dirs.front(), o.dirs.front());
+      std::fputs(app.help().c_str(), stderr);
+      return trnsim::sim::kBadInput;
+    }
     return trnsim::sim::compare(o);
   }
   if (command == "sweep") {
@@ -191,7 +242,8 @@ int sc_main(int argc, char* argv[]) {
     app.add_option("sweep", o.file, "sweep file (docs/sweeps.md)")->required();
     app.add_option("-j,--jobs", o.jobs, "points run at once (on each MPI rank)")
         ->capture_default_str();
-    app.add_option("--out", o.out, "output directory (default: trnsim-sweep/NAME)");
+    app.add_option("--out", o.out, "output directory (default: trnsim-sweep/NAME)")
+        ->check(not_empty(kDirExpected));
     app.add_flag("--resume", o.resume,
                  "reuse the points an earlier run of the same sweep finished in --out");
     app.add_flag("--full", o.full,
@@ -236,9 +288,11 @@ int sc_main(int argc, char* argv[]) {
       ->required();
   app.add_option("--arch", o.arch,
                  "hardware preset (trn1, trn2, trn3) or arch JSON file (default trn2, or the "
-                 "program's .arch)");
+                 "program's .arch)")
+      ->check(not_empty(kArchExpected));
   app.add_option("--out", o.out, "directory for stats.json, trace.json and report.html")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(not_empty(kDirExpected));
   app.add_flag("--timing-only", o.timing_only,
                "skip tensor data and the functional check; same cycle counts");
   app.add_option("--set", o.sets,

@@ -10,16 +10,15 @@
 
 namespace trnsim::sim {
 
-std::string read_input_file(const std::string& path) {
+std::string read_input_file(const std::string& path, const char* kind) {
   struct stat st {};
   if (::stat(path.c_str(), &st) != 0) {
     throw InputError(fmt::format("{}: cannot be read: {}", path, std::strerror(errno)));
   }
-  if (S_ISDIR(st.st_mode))
-    throw InputError(fmt::format("{}: is a directory, not a workload file", path));
+  if (S_ISDIR(st.st_mode)) throw InputError(fmt::format("{}: is a directory, not {}", path, kind));
   if (!S_ISREG(st.st_mode)) throw InputError(fmt::format("{}: is not a regular file", path));
   if (static_cast<uint64_t>(st.st_size) > kMaxInputBytes) {
-    throw InputError(fmt::format("{}: is {} bytes; workload files are at most {} bytes", path,
+    throw InputError(fmt::format("{}: is {} bytes; input files are at most {} bytes", path,
                                  st.st_size, kMaxInputBytes));
   }
   std::ifstream in(path, std::ios::binary);
@@ -30,10 +29,10 @@ std::string read_input_file(const std::string& path) {
   return text.str();
 }
 
-std::string read_input_file_if_exists(const std::string& path) {
+std::string read_input_file_if_exists(const std::string& path, const char* kind) {
   struct stat st {};
   if (::stat(path.c_str(), &st) != 0 && errno == ENOENT) return {};
-  return read_input_file(path);
+  return read_input_file(path, kind);
 }
 
 }  // namespace trnsim::sim

@@ -8,21 +8,29 @@
 
 #include <unistd.h>
 
+#include "sim/io/interrupt.hpp"
+
 namespace trnsim::sim {
 
 // The temporary name carries the process id so that two runs writing the same directory do not
 // write into each other's file; the last rename wins whole.
 OutputFile::OutputFile(std::string path)
     : path_(std::move(path)), temp_(fmt::format("{}.{}.tmp", path_, ::getpid())) {
+  // Recorded before it exists: a signal between the two finds nothing to remove, never a
+  // file it does not know.
+  cleanup_slot_ = InterruptCleanup::add_file(temp_);
   file_ = std::fopen(temp_.c_str(), "wb");
   if (file_ == nullptr) {
-    throw OutputError(fmt::format("{}: cannot create: {}", temp_, std::strerror(errno)));
+    const int e = errno;
+    InterruptCleanup::release(cleanup_slot_);
+    throw OutputError(fmt::format("{}: cannot create: {}", temp_, std::strerror(e)));
   }
 }
 
 OutputFile::~OutputFile() {
   if (file_ != nullptr) std::fclose(file_);
   if (!committed_) std::remove(temp_.c_str());
+  InterruptCleanup::release(cleanup_slot_);
 }
 
 void OutputFile::fail(const std::string& what) {
@@ -30,6 +38,8 @@ void OutputFile::fail(const std::string& what) {
   if (file_ != nullptr) std::fclose(file_);
   file_ = nullptr;
   std::remove(temp_.c_str());
+  InterruptCleanup::release(cleanup_slot_);
+  cleanup_slot_ = -1;
   throw OutputError(fmt::format("{}: {}: {}", path_, what, reason));
 }
 
@@ -49,6 +59,8 @@ void OutputFile::commit() {
   close();
   if (std::rename(temp_.c_str(), path_.c_str()) != 0) fail("cannot rename into place");
   committed_ = true;
+  InterruptCleanup::release(cleanup_slot_);
+  cleanup_slot_ = -1;
 }
 
 void make_output_directory(const std::string& dir) {

@@ -1,6 +1,7 @@
 // An output file that appears whole or not at all: written to a temporary name beside the
 // target and renamed on commit(). If the run fails before commit() (bad input, deadlock, a
-// full disk), the temporary file is removed and no partial output is left behind.
+// full disk), the temporary file is removed and no partial output is left behind; so it is
+// when the process is interrupted (sim/io/interrupt.hpp).
 #pragma once
 
 #include <cstdio>
@@ -36,6 +37,7 @@ class OutputFile {
   std::string temp_;
   std::FILE* file_ = nullptr;
   bool committed_ = false;
+  int cleanup_slot_ = -1;  // the temporary file's record for an interruption (interrupt.hpp)
 };
 
 // Creates the directory (and parents) if needed; throws OutputError.

@@ -23,15 +23,10 @@ int compare(const CompareOptions& o) {
   std::vector<json> runs;
   std::vector<std::string> names;
   for (const std::string& d : o.dirs) {
-    std::ifstream in(d + "/stats.json");
-    if (!in) {
-      spdlog::error("{}: no stats.json here; give the --out directories of trnsim runs", d);
-      return kBadInput;
-    }
     try {
-      runs.push_back(json::parse(in));
-    } catch (const json::exception& e) {
-      spdlog::error("{}/stats.json: not a trnsim output ({})", d, e.what());
+      runs.push_back(read_run_stats(d));
+    } catch (const InputError& e) {
+      spdlog::error("{}", e.what());
       return kBadInput;
     }
     names.push_back(runs.back()["workload"].value("name", d));

@@ -11,7 +11,9 @@
 #include <map>
 #include <sstream>
 
+#include "base/json.hpp"
 #include "sim/io/exit_codes.hpp"
+#include "sim/io/input_file.hpp"
 #include "sim/report/metrics.hpp"
 
 namespace trnsim::sim {
@@ -334,26 +336,64 @@ std::string findings_text(const std::vector<Finding>& findings, size_t max_findi
   return out;
 }
 
+nlohmann::json read_run_stats(const std::string& dir) {
+  const std::string path = dir + "/stats.json";
+  const std::string text = read_input_file_if_exists(path, "a stats.json");
+  if (text.empty()) {
+    throw InputError(
+        fmt::format("{}: no stats.json here; give the --out directory of a trnsim run", dir));
+  }
+  json stats;
+  try {
+    stats = base::parse_json_text<json>(text, path);
+  } catch (const base::JsonError& e) {
+    throw InputError(fmt::format("{}: {}: {} (a stats.json cut short? run it again)", path,
+                                 e.where(), e.what_text()));
+  }
+  const json* total = nullptr;
+  if (stats.is_object() && stats.contains("summary") && stats["summary"].is_object()) {
+    const auto it = stats["summary"].find("total_time");
+    if (it != stats["summary"].end() && it->is_number()) total = &*it;
+  }
+  if (total == nullptr || !stats.value("workload", json()).is_object()) {
+    throw InputError(
+        fmt::format("{}: not a trnsim stats.json (expected an object with /workload and "
+                    "/summary/total_time)",
+                    path));
+  }
+  return stats;
+}
+
 int explain(const ExplainOptions& o) {
-  auto read = [&](const std::string& name, json& into) {
-    std::ifstream in(o.dir + "/" + name);
-    if (!in) return false;
-    try {
-      into = json::parse(in);
-    } catch (const json::exception& e) {
-      spdlog::error("{}/{}: not a trnsim output ({})", o.dir, name, e.what());
-      return false;
-    }
-    return true;
-  };
   json stats, trace;
-  if (!read("stats.json", stats)) {
-    spdlog::error("{}: no stats.json here; give the --out directory of a trnsim run", o.dir);
+  try {
+    stats = read_run_stats(o.dir);
+  } catch (const InputError& e) {
+    spdlog::error("{}", e.what());
     return kBadInput;
+  }
+  // The critical path needs trace.json; without a readable one the diagnosis goes on from
+  // stats.json alone, and says so.
+  std::string trace_problem;
+  try {
+    const std::string text = read_input_file_if_exists(o.dir + "/trace.json", "a trace.json");
+    if (text.empty()) {
+      trace_problem = "no trace.json";
+    } else {
+      trace = base::parse_json_text<json>(text, o.dir + "/trace.json");
+      if (!trace.is_object() || !trace.value("traceEvents", json()).is_array()) {
+        trace_problem = "trace.json has no traceEvents array";
+        trace = json();
+      }
+    }
+  } catch (const base::JsonError& e) {
+    trace_problem = fmt::format("trace.json: {}: {}", e.where(), e.what_text());
+  } catch (const InputError& e) {
+    trace_problem = e.what();
   }
   std::vector<std::pair<std::string, double>> path, lines;
   std::string filtered;
-  if (read("trace.json", trace)) {
+  if (trace_problem.empty()) {
     path = critical_path(trace);
     lines = critical_path_lines(trace);
     const json other = trace.value("otherData", json::object());
@@ -397,6 +437,9 @@ int explain(const ExplainOptions& o) {
         "note: trace.json was written with --trace-filter '{}'; the critical path sees only what "
         "it kept (rerun without the filter for the whole path)\n",
         filtered);
+  }
+  if (!trace_problem.empty()) {
+    std::cout << fmt::format("note: no critical path ({}); from stats.json alone\n", trace_problem);
   }
   std::cout << findings_text(f, 10);
   return kSuccess;

@@ -34,6 +34,11 @@ std::vector<Finding> diagnose(const nlohmann::json& stats,
 
 std::string findings_text(const std::vector<Finding>& findings, size_t max_findings);
 
+// DIR/stats.json of a finished run, checked to be one (an object with /summary/total_time);
+// throws InputError saying what is wrong: no stats.json in DIR, malformed JSON (line, column),
+// or another document. explain and compare read runs through it.
+nlohmann::json read_run_stats(const std::string& dir);
+
 struct ExplainOptions {
   std::string dir;  // a run's output directory (stats.json, trace.json)
   bool json = false;

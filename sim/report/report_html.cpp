@@ -5,6 +5,7 @@
 
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <unordered_map>
 
@@ -405,6 +406,15 @@ void ReportWriter::on_host(const models::HostRecord& r) {
        static_cast<uint8_t>(kind), 0});
 }
 
+namespace {
+std::string directory_name(const std::string& dir) {
+  std::filesystem::path p = std::filesystem::path(dir).lexically_normal();
+  if (p.filename().empty()) p = p.parent_path();  // "out/" is "out"
+  const std::string name = p.filename().string();
+  return name.empty() || name == "." ? dir : name;
+}
+}  // namespace
+
 std::string ReportWriter::run_json(const json& stats, const std::string& out_dir,
                                    const std::vector<std::string_view>& labels,
                                    bool labels_cut) const {
@@ -422,7 +432,9 @@ std::string ReportWriter::run_json(const json& stats, const std::string& out_dir
   }
   const json block = {
       {"format", kReportFormat},
-      {"dir", out_dir},
+      // The directory's own name, not its path: the page sits in it, and a page passed around
+      // should not carry the absolute path of the machine that wrote it (/home/NAME/...).
+      {"dir", directory_name(out_dir)},
       {"title", stats.value("workload", json::object()).value("name", program_.name)},
       {"events", events_},
       {"encoding", "deflate"},

@@ -119,7 +119,11 @@ json stats_json(const RunReport& r) {
   json check = {{"status", status_name(r.check.status)}};
   if (r.check.status != CheckResult::Status::skipped) {
     check["max_abs_error"] = r.check.max_abs_error;
-    check["max_rel_error"] = r.check.max_rel_error;
+    // null when no element reaches the floor: there is no relative error to speak of.
+    check["max_rel_error"] =
+        r.check.rel_error_elements > 0 ? json(r.check.max_rel_error) : json(nullptr);
+    check["rel_error_floor"] = r.check.rel_error_floor;
+    check["rel_error_elements"] = r.check.rel_error_elements;
     check["elements"] = r.check.elements;
     check["mismatches"] = r.check.mismatches;
     check["atol"] = r.check.tolerance.atol;
@@ -143,23 +147,30 @@ json stats_json(const RunReport& r) {
 std::string summary_text(const RunReport& r) {
   const StatsCollector& s = r.stats;
   std::string out;
+  // The times are a warm device's: trnsim models no model load and no first-run warm-up, so a
+  // first measured run on hardware is slower than it says (docs/metrics.md).
   out += fmt::format(
-      "trnsim 0.1.0  {}  arch={}  mode={}{}\n", r.workload.name, r.arch.name,
-      r.timing_only ? "timing-only" : "full",
+      "trnsim 0.1.0  {}  arch={}  mode={}{}  steady state (no first-run warm-up)\n",
+      r.workload.name, r.arch.name, r.timing_only ? "timing-only" : "full",
       r.result.cores > 1 ? fmt::format("  cores={} (engine rows sum them)", r.result.cores) : "");
   std::string check;
   switch (r.check.status) {
     case CheckResult::Status::pass:
     case CheckResult::Status::fail:
-      check = fmt::format("check: {} (max abs err {:.2e}, max rel err {:.2e}, {}{})",
-                          r.check.status == CheckResult::Status::pass ? "PASS" : "FAIL",
-                          r.check.max_abs_error, r.check.max_rel_error,
-                          isa::name_of(r.kernel.expected.empty() ? r.workload.dtype
-                                                                 : r.kernel.expected.front().dtype),
-                          r.check.mismatches
-                              ? fmt::format(", {} of {} elements off", grouped(r.check.mismatches),
-                                            grouped(r.check.elements))
-                              : "");
+      check = fmt::format(
+          "check: {} (max abs err {:.2e}, {}, {}{})",
+          r.check.status == CheckResult::Status::pass ? "PASS" : "FAIL", r.check.max_abs_error,
+          r.check.rel_error_elements == 0
+              ? fmt::format("rel err n/a: all |ref| < {:.1e}", r.check.rel_error_floor)
+          : r.check.rel_error_floor > 0
+              ? fmt::format("max rel err {:.2e} where |ref| >= {:.1e}", r.check.max_rel_error,
+                            r.check.rel_error_floor)
+              : fmt::format("max rel err {:.2e}", r.check.max_rel_error),
+          isa::name_of(r.kernel.expected.empty() ? r.workload.dtype
+                                                 : r.kernel.expected.front().dtype),
+          r.check.mismatches ? fmt::format(", {} of {} elements off", grouped(r.check.mismatches),
+                                           grouped(r.check.elements))
+                             : "");
       break;
     case CheckResult::Status::skipped:
       check = r.timing_only ? "check: skipped (timing only)" : "check: none (no reference given)";
@@ -201,10 +212,10 @@ std::string summary_text(const RunReport& r) {
       mf.dma_achieved, mf.percent_of_limit(), mf.limit, mf.dma_peak, mf.hbm_peak);
   const models::HbmCounters& hc = r.result.hbm;
   out += fmt::format(
-      "HBM read {}, written {}, {:.0f} GB/s = {:.1f}% of {} stack{} peak; {}\n",
+      "HBM read {}, written {}, {:.0f} GB/s = MBU {:.1f}% of {} stack{} {:.0f} GB/s; {}\n",
       bytes_text(s.traffic(isa::Memory::hbm).read), bytes_text(s.traffic(isa::Memory::hbm).written),
       mf.hbm_achieved, mf.percent_of_hbm_peak(), r.result.hbm_stacks,
-      r.result.hbm_stacks == 1 ? "'s" : "s'",
+      r.result.hbm_stacks == 1 ? "'s" : "s'", mf.hbm_peak,
       r.result.flow_memory_model
           ? std::string("flow memory model (dma_flow_model): row buffers not modelled")
           : fmt::format("row-buffer hit rate {:.1f}%", 100.0 * hc.row_hit_rate()));

@@ -105,6 +105,12 @@ uint64_t sbuf_bytes_per_partition(const isa::Program& program, size_t kernel) {
   return bytes;
 }
 
+Picoseconds to_whole_ns(Picoseconds t) {
+  const int64_t v = t.value;
+  const int64_t floor_ns = v >= 0 ? v / 1000 : -((-v + 999) / 1000);
+  return Picoseconds((v - floor_ns * 1000 >= 500 ? floor_ns + 1 : floor_ns) * 1000);
+}
+
 std::string trace_timestamp(Picoseconds t) {
   TraceText s;
   append_timestamp(s, t);
@@ -139,6 +145,7 @@ const char* TraceWriter::counter_name(Counter c) {
 TraceWriter::TraceWriter(const std::string& path, const isa::Program& program,
                          const config::ArchConfig& arch, uint32_t cores, TraceFilter filter)
     : updates_(static_cast<size_t>(cores) * program.semaphores.size()),
+      queue_lane_ends_(static_cast<size_t>(cores) * program.queues.size()),
       filter_(std::move(filter)),
       lanes_(kCounters * static_cast<size_t>(cores)),
       cores_(cores),
@@ -280,27 +287,27 @@ void TraceWriter::on_instruction(const models::InstructionRecord& r) {
     semaphore_flow(r, semaphores_met.value);
   }
   const bool kept = keep_engine_[index_of(r.engine)];
-  auto slice_head = [&](TraceText& out, Picoseconds ts, Picoseconds dur) {
+  auto slice_head = [&](TraceText& out, Picoseconds from, Picoseconds to) {
     out += R"({"ph":"X","pid":)";
     append_int(out, kCorePid);
     out += R"(,"tid":)";
     append_int(out, lane);
     out += R"(,"ts":)";
-    append_timestamp(out, ts);
+    append_timestamp(out, to_whole_ns(from));
     out += R"(,"dur":)";
-    append_timestamp(out, dur);
+    append_timestamp(out, to_whole_ns(to) - to_whole_ns(from));
   };
   if (kept && r.pipeline_wait.value > 0 &&
       filter_.keeps_span(semaphores_met.value, port_from.value)) {
     TraceText& out = start_event();
-    slice_head(out, semaphores_met, r.pipeline_wait);
+    slice_head(out, semaphores_met, port_from);
     out +=
         R"(,"name":"pipeline wait","cat":"pipeline","args":{"why":"a producer's results on this engine, or the wake latency of a met semaphore"}})";
     finish_event();
   }
   if (kept && r.port_wait.value > 0 && filter_.keeps_span(port_from.value, r.start.value)) {
     TraceText& out = start_event();
-    slice_head(out, port_from, r.port_wait);
+    slice_head(out, port_from, r.start);
     out +=
         R"(,"name":"port wait","cat":"port","args":{"why":"a shared SBUF/PSUM port or PSUM bank is in use by another engine"}})";
     finish_event();
@@ -318,7 +325,7 @@ void TraceWriter::on_instruction(const models::InstructionRecord& r) {
     operands_ += " >= ";
     append_int(operands_, value);
     TraceText& out = start_event();
-    slice_head(out, r.ready, semaphores_met - r.ready);
+    slice_head(out, r.ready, semaphores_met);
     out += R"(,"name":)";
     append_json_string(out, operands_.view());
     out += R"(,"cat":"semaphore","args":{"semaphore":)";
@@ -333,7 +340,7 @@ void TraceWriter::on_instruction(const models::InstructionRecord& r) {
     return;
   }
   TraceText& out = start_event();
-  slice_head(out, r.start, r.end - r.start);
+  slice_head(out, r.start, r.end);
   out += R"(,"name":")";
   out += isa::profiler_name_of(in.opcode);
   out += R"(","cat":"instruction","args":{"opcode":")";
@@ -400,7 +407,7 @@ void TraceWriter::on_transfer(const models::TransferRecord& r) {
   const auto it = in_flight_.find(r.issued.value);
   if (it != in_flight_.end() && --it->second == 0) in_flight_.erase(it);
   // The queue's semaphore counts completed transfers: this one raised it at r.end.
-  const int tid = queue_lane(r.queue);
+  const int tid = transfer_lane(core, r.queue, r.start.value, r.end.value);
   note_update(core, program_.queues[r.queue].semaphore,
               SemaphoreUpdateSite{r.end.value, r.start.value, r.end.value, r.kernel, tid});
   if (!keep_queue_[r.queue] || !filter_.keeps_span(r.start.value, r.end.value)) {
@@ -411,11 +418,11 @@ void TraceWriter::on_transfer(const models::TransferRecord& r) {
   out += R"({"ph":"X","pid":)";
   append_int(out, kCorePid);
   out += R"(,"tid":)";
-  append_int(out, queue_lane(r.queue));
+  append_int(out, tid);
   out += R"(,"ts":)";
-  append_timestamp(out, r.start);
+  append_timestamp(out, to_whole_ns(r.start));
   out += R"(,"dur":)";
-  append_timestamp(out, r.end - r.start);
+  append_timestamp(out, to_whole_ns(r.end) - to_whole_ns(r.start));
   out += R"(,"name":)";
   if (in.label.empty()) {
     out += R"("dma_copy")";
@@ -444,6 +451,30 @@ void TraceWriter::on_transfer(const models::TransferRecord& r) {
   out += "}}";
   finish_event();
   release_if_safe();
+}
+
+int TraceWriter::transfer_lane(uint32_t core, uint16_t queue, int64_t start, int64_t end) {
+  std::vector<int64_t>& ends = queue_lane_ends_[core * program_.queues.size() + queue];
+  uint32_t k = 0;
+  while (k < ends.size() && ends[k] > start) ++k;
+  if (k == ends.size()) {
+    ends.push_back(end);
+    if (k > 0 && keep_queue_[queue]) {
+      const int pid = core_pid(core);
+      const int tid = queue_sublane(queue, k);
+      event(fmt::format(
+          R"({{"ph":"M","pid":{},"tid":{},"name":"thread_name","args":{{"name":{}}}}})", pid, tid,
+          json_string(fmt::format("DMA {} #{}", program_.queues[queue].name, k + 1))));
+      // The queue's own sort index: Perfetto orders equal indices by thread id, so the
+      // sub-lanes follow the queue's lane and come before the next queue's.
+      event(fmt::format(
+          R"({{"ph":"M","pid":{},"tid":{},"name":"thread_sort_index","args":{{"sort_index":{}}}}})",
+          pid, tid, queue_lane(queue)));
+    }
+  } else {
+    ends[k] = end;
+  }
+  return queue_sublane(queue, k);
 }
 
 void TraceWriter::add_step(uint32_t core, Counter counter, int64_t time, double delta) {
@@ -552,7 +583,7 @@ void TraceWriter::semaphore_flow(const models::InstructionRecord& r, int64_t met
   }
   if (site == nullptr) return;  // older than the updates kept: no arrow
   const bool from_queue = site->tid >= queue_lane(0);
-  const bool from_kept = from_queue ? keep_queue_[static_cast<size_t>(site->tid - queue_lane(0))]
+  const bool from_kept = from_queue ? keep_queue_[static_cast<size_t>(queue_of_lane(site->tid))]
                                     : keep_engine_[static_cast<size_t>(site->tid)];
   if (!from_kept || !keep_engine_[index_of(r.engine)] ||
       !filter_.keeps_span(site->slice_start, site->slice_end) ||
@@ -574,7 +605,7 @@ void TraceWriter::flow(int from_pid, int from_tid, int64_t from_ts, int to_pid, 
     out += R"(,"tid":)";
     append_int(out, start ? from_tid : to_tid);
     out += R"(,"ts":)";
-    append_timestamp(out, Picoseconds(start ? from_ts : to_ts));
+    append_timestamp(out, to_whole_ns(Picoseconds(start ? from_ts : to_ts)));
     out += R"(,"id":)";
     append_int(out, id);
     out += R"(,"name":")";
@@ -611,8 +642,9 @@ void TraceWriter::on_kernel(const models::KernelRecord& r) {
   if (keep_kernels_ && filter_.keeps_span(r.start.value, r.end.value)) {
     event(fmt::format(
         R"({{"ph":"X","pid":{},"tid":{},"ts":{},"dur":{},"name":{},"cat":"kernel","args":{{"kernel":{},"launch_arrived_us":{}}}}})",
-        pid, kKernelLane, trace_timestamp(r.start), trace_timestamp(r.end - r.start),
-        json_string(name), r.kernel, trace_timestamp(r.arrived)));
+        pid, kKernelLane, trace_timestamp(to_whole_ns(r.start)),
+        trace_timestamp(to_whole_ns(r.end) - to_whole_ns(r.start)), json_string(name), r.kernel,
+        trace_timestamp(r.arrived)));
   }
   // The launch's flow arrow: from the host's launch call to this kernel's slice.
   const auto launch = launch_end_.find(r.kernel);
@@ -667,7 +699,8 @@ void TraceWriter::on_host(const models::HostRecord& r) {
   const int tid = framework ? kFrameworkLane : kRuntimeLane;
   event(fmt::format(
       R"({{"ph":"X","pid":{},"tid":{},"ts":{},"dur":{},"name":{},"cat":"host","args":{{"op":{},"kernel":{}}}}})",
-      kHostPid, tid, trace_timestamp(r.start), trace_timestamp(r.end - r.start), json_string(name),
+      kHostPid, tid, trace_timestamp(to_whole_ns(r.start)),
+      trace_timestamp(to_whole_ns(r.end) - to_whole_ns(r.start)), json_string(name),
       json_string(op), r.kernel));
 }
 

@@ -1,6 +1,7 @@
 // trace.json in Chrome trace-event format (what Perfetto and chrome://tracing open), written
 // as a stream while the simulation runs: one slice per instruction and per DMA transfer, a
-// slice per semaphore wait, a lane per engine and per DMA queue and a lane of kernels, one
+// slice per semaphore wait, a lane per engine and per DMA queue (more lanes for a queue's
+// transfers in flight together: slices on one lane nest) and a lane of kernels, one
 // process per NeuronCore, and counters per core: pending DMA transfers, DMA throughput, HBM
 // read and write bandwidth (GB/s), TensorE utilization (% of peak FLOP/s) and SBUF in use (KiB
 // per partition). Flow arrows go from the instruction or transfer that raised a semaphore to
@@ -58,6 +59,13 @@ class TraceWriter : public models::EventSink {
   // The process (pid) of a NeuronCore; the host's is kHostPid.
   static int core_pid(uint32_t core) { return 1 + static_cast<int>(core); }
   static int queue_lane(uint16_t q) { return 100 + q; }
+  // A queue's transfers overlap (several in flight); slices on one lane must nest, so a
+  // transfer that starts before the lane's last one ends goes on another lane of that queue:
+  // sub-lane k (k >= 1) of queue q, "DMA <queue> #<k+1>", sorted right after the queue's lane.
+  static int queue_sublane(uint16_t q, uint32_t k) {
+    return k == 0 ? queue_lane(q) : queue_lane(q) + 1000 * static_cast<int>(k);
+  }
+  static int queue_of_lane(int tid) { return (tid - 100) % 1000; }
   // The kernels lane of a NeuronCore (the profiler's nc_exec_running), and the host's lanes.
   static constexpr int kKernelLane = 50;
   static constexpr int kHostPid = 0;
@@ -139,6 +147,11 @@ class TraceWriter : public models::EventSink {
   void flow(int from_pid, int from_tid, int64_t from_ts, int to_pid, int to_tid, int64_t to_ts,
             uint64_t id, const char* name);
   std::vector<SemaphoreUpdates> updates_;  // per core and semaphore
+  // The lane of a transfer on [start, end) of queue q: the first of the queue's lanes whose last
+  // transfer has ended (transfers arrive in the order they end, so no earlier one on that lane
+  // can overlap), named when first used.
+  int transfer_lane(uint32_t core, uint16_t queue, int64_t start, int64_t end);
+  std::vector<std::vector<int64_t>> queue_lane_ends_;  // per core and queue: each lane's last end
   uint64_t next_flow_id_ = uint64_t{1} << 32;
   std::map<uint32_t, int64_t> launch_end_;  // when the host's launch of each kernel ended
   std::vector<double> sbuf_kib_;            // per kernel: SBUF in use, KiB per partition
@@ -183,5 +196,11 @@ uint64_t sbuf_bytes_per_partition(const isa::Program& program, size_t kernel);
 
 // Picoseconds as the microseconds Chrome traces use, exactly: "12.345678".
 std::string trace_timestamp(Picoseconds t);
+
+// The nearest whole nanosecond (halves up). Slices, flows and kernels are written on whole
+// nanoseconds, start and end each rounded and the duration their difference: Perfetto rounds
+// "ts" and "dur" to nanoseconds separately, which made back-to-back slices overlap by 1 ns;
+// rounding the ends keeps every nesting of the exact times.
+Picoseconds to_whole_ns(Picoseconds t);
 
 }  // namespace trnsim::sim

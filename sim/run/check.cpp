@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <filesystem>
 #include <iostream>
 #include <optional>
 
@@ -110,6 +111,36 @@ void validate_golden(const json& g, const std::string& path) {
   }
 }
 
+namespace fs = std::filesystem;
+
+// A golden file names its workload (and an arch file) relative to its own directory, so that
+// the pair can move together: a repository checked out elsewhere, a project's source tree.
+// Golden files written before named the path as given on the command line (relative to where
+// trnsim ran, or absolute); such a relative path still works when the file is not beside the
+// golden file but is there from the current directory, with a warning saying how to move on.
+std::string path_from_golden(const std::string& stored, const std::string& golden,
+                             const char* key) {
+  if (stored.empty() || fs::path(stored).is_absolute()) return stored;
+  const fs::path beside = (fs::path(golden).parent_path() / stored).lexically_normal();
+  std::error_code ec;
+  if (fs::exists(beside, ec) || !fs::exists(stored, ec)) return beside.string();
+  spdlog::warn(
+      "{}: /{}: {} is not beside the golden file; taken from the current directory as golden "
+      "files of earlier versions meant it (check --update rewrites it relative to the golden "
+      "file)",
+      golden, key, stored);
+  return stored;
+}
+
+// `path` as the golden file stores it: relative to the golden file's directory (absolute only
+// when there is no relative way, another drive or root).
+std::string path_for_golden(const std::string& path, const std::string& golden) {
+  const fs::path target = fs::absolute(path).lexically_normal();
+  const fs::path dir = fs::absolute(golden).parent_path().lexically_normal();
+  const fs::path rel = target.lexically_relative(dir);
+  return rel.empty() ? target.string() : rel.generic_string();
+}
+
 }  // namespace
 
 std::vector<MetricDrift> compare_to_golden(const json& golden, const json& stats) {
@@ -138,20 +169,27 @@ std::vector<MetricDrift> compare_to_golden(const json& golden, const json& stats
 int check(const CheckOptions& o) {
   try {
     json golden = json::object();
-    const bool exists = !read_input_file_if_exists(o.golden).empty();
+    const bool exists = !read_input_file_if_exists(o.golden, "a golden file").empty();
     if (exists) {
-      golden = workloads::parse_json(read_input_file(o.golden), o.golden);
+      golden = workloads::parse_json(read_input_file(o.golden, "a golden file"), o.golden);
       validate_golden(golden, o.golden);
     } else if (!o.update) {
       throw InputError(fmt::format("{}: cannot be read (use --update to create it)", o.golden));
     }
     RunOptions run;
-    run.workload = !o.workload.empty() ? o.workload : golden.value("workload", std::string());
+    run.workload = !o.workload.empty() ? o.workload
+                                       : path_from_golden(golden.value("workload", std::string()),
+                                                          o.golden, "workload");
     if (run.workload.empty()) {
       throw InputError(
           fmt::format("{}: /workload: missing; give the workload on the command line", o.golden));
     }
-    run.arch = !o.arch.empty() ? o.arch : golden.value("arch", std::string());
+    run.arch = o.arch;
+    if (run.arch.empty()) {
+      run.arch = golden.value("arch", std::string());
+      if (!config::find_preset_spec(run.arch))
+        run.arch = path_from_golden(run.arch, o.golden, "arch");
+    }
     run.sets = o.sets;
     run.out = o.out;
     run.timing_only = !o.full;
@@ -163,10 +201,12 @@ int check(const CheckOptions& o) {
 
     if (o.update) {
       json updated = golden;
-      updated["workload"] = run.workload;
-      // A preset by name; an arch file by the path it was given as (as the workload is).
-      updated["arch"] =
-          !run.arch.empty() && !config::find_preset_spec(run.arch) ? run.arch : arch_name;
+      updated["workload"] = path_for_golden(run.workload, o.golden);
+      // A preset by name; an arch file by its path, relative to the golden file as the
+      // workload's is.
+      updated["arch"] = !run.arch.empty() && !config::find_preset_spec(run.arch)
+                            ? path_for_golden(run.arch, o.golden)
+                            : arch_name;
       std::vector<std::string> metrics;
       if (exists) {
         for (const auto& item : golden["summary"].items()) metrics.push_back(item.key());

@@ -44,7 +44,7 @@ config::ArchSpec load_arch_spec(const std::string& name, const std::vector<std::
     spec = *p;
   } else if (!name.empty() && names_a_file(name)) {
     try {
-      spec = config::parse_arch_document(read_input_file(name), name);
+      spec = config::parse_arch_document(read_input_file(name, "an arch file"), name);
     } catch (const config::ArchFileError& e) {
       throw InputError(e.what());
     }
@@ -73,13 +73,16 @@ config::ArchConfig configured_arch(const std::string& name, const std::vector<st
 }
 
 isa::Assembly load_program_file(const std::string& path, const config::ArchConfig& arch) {
-  const std::string text = read_input_file(path);
+  const std::string text = read_input_file(path, "a program file");
   if (ends_with(path, ".tasm")) return isa::parse_assembly(text, path, arch);
   nlohmann::json doc;
   try {
     doc = workloads::parse_json(text, path);
   } catch (const workloads::WorkloadError& e) {
-    throw isa::AssemblyError(path, 0, 0, e.what());
+    // Its message names the file already: "PATH: line 1, column 1: malformed JSON ...".
+    std::string what = e.what();
+    if (what.rfind(path + ": ", 0) == 0) what.erase(0, path.size() + 2);
+    throw isa::AssemblyError(path, 0, 0, what);
   }
   return isa::from_json(doc, path);
 }
@@ -95,13 +98,16 @@ void add_data_files(const std::string& path, const isa::Assembly& a, workloads::
     const isa::DramTensor* t = k.program.find_dram_tensor(name);
     workloads::NpyArray arr;
     try {
-      arr = workloads::parse_npy(read_input_file(full));
+      arr = workloads::parse_npy(read_input_file(full, "a .npy file"));
     } catch (const workloads::NpyError& e) {
       throw InputError(fmt::format("{}: tensor {}: {}: {}", path, name, full, e.what()));
     }
-    if (arr.values.size() != t->elements()) {
-      throw InputError(fmt::format("{}: tensor {} has {} elements; {} holds {}", path, name,
-                                   t->elements(), full, arr.values.size()));
+    // The same shape, not only as many elements: a transposed or flattened array would
+    // otherwise fill the tensor in the wrong order and the run would look fine.
+    if (arr.shape != t->shape) {
+      throw InputError(
+          fmt::format("{}: tensor {}: {} holds shape [{}]; the tensor is declared [{}]", path, name,
+                      full, fmt::join(arr.shape, ", "), fmt::join(t->shape, ", ")));
     }
     for (float& v : arr.values) v = isa::round_to(t->dtype, v);
     k.inputs.push_back(workloads::HostTensor{name, t->dtype, t->shape, std::move(arr.values)});
@@ -129,6 +135,11 @@ LoadedWorkload load_workload_file(const std::string& path, const std::string& ar
     }
     LoadedWorkload loaded{workloads::describe_assembly(a),
                           workloads::lower_assembly(a, arch, functional), arch, a.outputs};
+    // An empty program would run in 0 ns and exit 0, as if it had done something.
+    if (loaded.kernel.program.instruction_count() == 0) {
+      throw isa::AssemblyError(path, 0, 0,
+                               "no instructions; a program needs at least one (docs/isa.md)");
+    }
     if (functional) add_data_files(path, a, loaded.kernel);
     return loaded;
   }

@@ -9,6 +9,8 @@
 #include <cstdlib>
 #include <filesystem>
 
+#include "sim/io/interrupt.hpp"
+
 extern char** environ;
 
 namespace trnsim::sim {
@@ -56,9 +58,13 @@ int spawn(const std::vector<std::string>& argv) {
                   argv[0]);
     return kBadInput;
   }
+  // Interrupted while it traces: it gets the signal too, and is waited for before its scratch
+  // directory is removed.
+  InterruptCleanup::add_child(pid);
   int status = 0;
   while (waitpid(pid, &status, 0) < 0) {
   }
+  InterruptCleanup::release_child(pid);
   return WIFEXITED(status) ? WEXITSTATUS(status) : kBadInput;
 }
 
@@ -72,6 +78,7 @@ int run_nki_kernel(RunOptions o, const NkiKernelOptions& k) {
     return kBadInput;
   }
   const std::string dir = tmpl;
+  const int cleanup = InterruptCleanup::add_directory(dir);
   // An interpreter without the package (or a build without the module) is one error line too.
   constexpr const char* kLauncher =
       "import sys\n"
@@ -104,6 +111,7 @@ int run_nki_kernel(RunOptions o, const NkiKernelOptions& k) {
   }
   std::error_code ignored;
   fs::remove_all(dir, ignored);
+  InterruptCleanup::release(cleanup);
   return traced == 0 ? rc : (traced == 1 ? kBadInput : traced);
 }
 

@@ -14,6 +14,7 @@
 #include "isa/text/assembly.hpp"
 #include "isa/validate.hpp"
 #include "models/chip/simulate.hpp"
+#include "sim/io/interrupt.hpp"
 #include "sim/io/output_file.hpp"
 #include "sim/report/explain.hpp"
 #include "sim/report/profile.hpp"
@@ -145,6 +146,20 @@ RunOutcome execute_run(const RunOptions& o, LoadedWorkload* given, const HostDat
     const config::ArchConfig& arch = in.arch;
     const double load_seconds = seconds_since(t0);
     const double load_cpu = cpu_seconds() - cpu0;
+    // -v: what was loaded and what each phase took, on stderr (the summary stays on stdout).
+    if (spdlog::should_log(spdlog::level::info)) {
+      std::string streams;
+      for (Engine e : kAllEngines) {
+        streams += fmt::format("{}{} {}", streams.empty() ? "" : ", ", name_of(e),
+                               k.program.stream(e).size());
+      }
+      spdlog::info(
+          "{}: loaded and lowered in {:.3f} s: {} kernel(s), {} instructions ({}), {} DMA "
+          "queue(s), {} semaphore(s); arch {}, {} core(s), {}",
+          o.workload, load_seconds, k.program.kernel_count(), k.program.instruction_count(),
+          streams, k.program.queues.size(), k.program.semaphores.size(), arch.name, w.cores,
+          o.timing_only ? "timing only" : "functional (tensor data and the check)");
+    }
     try {
       isa::validate(k.program, arch);
     } catch (const isa::ValidationError& e) {
@@ -158,6 +173,7 @@ RunOutcome execute_run(const RunOptions& o, LoadedWorkload* given, const HostDat
       return out;
     }
 
+    spdlog::info("{}: the program is valid for {} and cannot deadlock", o.workload, arch.name);
     check_trace_filter(trace_filter, TraceWriter::lane_names(k.program, arch));
 
     // One functional state per core: each core runs the kernel on its own tensors.
@@ -191,6 +207,9 @@ RunOutcome execute_run(const RunOptions& o, LoadedWorkload* given, const HostDat
     const models::SimulationResult result = models::simulate(k.program, arch, memory_ptrs, sink);
     const double sim_seconds = seconds_since(t_sim);
     const double sim_cpu = cpu_seconds() - cpu_sim;
+    spdlog::info("{}: simulated {:.3f} us in {:.3f} s: {} instructions, {} DMA transfers",
+                 o.workload, result.end_time.us(), sim_seconds, counter.instructions,
+                 counter.transfers);
     const double before_sim_seconds = std::chrono::duration<double>(t_sim - t0).count();
     if (!result.completed) {
       spdlog::error("{}: the program deadlocked at {:.3f} us; engines still waiting: {}",
@@ -273,11 +292,18 @@ RunOutcome execute_run(const RunOptions& o, LoadedWorkload* given, const HostDat
     stats_file.close();
     for (auto& a : arrays) a->close();
     if (report_page) report_page->close(out.stats, o.out);
-    trace.commit();
-    stats_file.commit();
-    for (auto& a : arrays) a->commit();
-    if (report_page) report_page->commit();
-    if (perf) perf->commit();
+    {
+      // The renames go through together: an interruption finds all outputs or none in place.
+      const DeferInterrupts defer;
+      trace.commit();
+      stats_file.commit();
+      for (auto& a : arrays) a->commit();
+      if (report_page) report_page->commit();
+      if (perf) perf->commit();
+    }
+    spdlog::info("{}: wrote {}/{{stats.json,trace.json{}{}}} ({} trace events)", o.workload, o.out,
+                 report_page ? ",report.html" : "", perf ? ",perf.json" : "",
+                 trace.events_written());
     out.summary = summary_text(report);
     const std::vector<Finding> findings = diagnose(out.stats);
     if (!findings.empty()) {

@@ -18,6 +18,7 @@
 
 #include "config/parameters.hpp"
 #include "sim/io/input_file.hpp"
+#include "sim/io/interrupt.hpp"
 #include "sim/io/output_file.hpp"
 #include "sim/report/metrics.hpp"
 #include "sim/sweep/sweep_internal.hpp"
@@ -250,25 +251,14 @@ class Progress {
   std::chrono::steady_clock::time_point start_;
 };
 
-// The running points' process ids, for the signal handler: an interrupted sweep (Ctrl-C, a
-// batch system's SIGTERM, mpirun forwarding one to its ranks) stops its points too, so that
-// none runs on unattended; --resume redoes them.
-volatile pid_t g_children[kMaxJobs] = {};
-
-extern "C" void forward_signal(int sig) {
-  for (int i = 0; i < kMaxJobs; ++i) {
-    if (g_children[i] > 0) ::kill(g_children[i], sig);
-  }
-  ::signal(sig, SIG_DFL);
-  ::raise(sig);
-}
-
+// The running points' process ids go to the interrupt handler (sim/io/interrupt.hpp): an
+// interrupted sweep (Ctrl-C, a batch system's SIGTERM, mpirun forwarding one to its ranks)
+// stops its points too, so that none runs on unattended; --resume redoes them.
 void track(pid_t pid, bool running) {
-  for (int i = 0; i < kMaxJobs; ++i) {
-    if (running ? g_children[i] == 0 : g_children[i] == pid) {
-      g_children[i] = running ? pid : 0;
-      return;
-    }
+  if (running) {
+    InterruptCleanup::add_child(pid);
+  } else {
+    InterruptCleanup::release_child(pid);
   }
 }
 
@@ -303,7 +293,6 @@ std::map<size_t, json> run_points(const SweepSpec& s, const std::vector<Point>& 
   if (reused) progress.reused(reused);
 
   const std::string exe = self_executable();
-  for (int sig : {SIGINT, SIGTERM, SIGHUP}) ::signal(sig, forward_signal);
   std::map<pid_t, size_t> running;
   size_t next = 0;
   auto start = [&](size_t i) {
@@ -330,7 +319,9 @@ std::map<size_t, json> run_points(const SweepSpec& s, const std::vector<Point>& 
     if (pid < 0)
       throw OutputError(fmt::format("cannot start a point: fork: {}", std::strerror(errno)));
     if (pid == 0) {
-      // The child: only async-signal-safe calls until exec.
+      // The child: only async-signal-safe calls until exec. The parent's interrupt handler is
+      // not the child's (it would stop the parent's other points and remove its files).
+      for (int sig : {SIGINT, SIGTERM, SIGHUP}) ::signal(sig, SIG_DFL);
       const int in = ::open("/dev/null", O_RDONLY);
       const int out = ::open(f.out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
       const int err = ::open(f.err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);

@@ -113,7 +113,7 @@ std::string resolve(const std::string& path, const std::string& sweep_file) {
 }  // namespace
 
 SweepSpec parse_sweep(const std::string& file) {
-  const std::string text = read_input_file(file);
+  const std::string text = read_input_file(file, "a sweep file");
   ordered_json doc;
   try {
     doc = base::parse_json_text<ordered_json>(text, file);

@@ -304,7 +304,7 @@ uint64_t other_row_same_bank(const HbmModel& hbm) {
 
 }  // namespace
 
-TEST_CASE("HBM row hit, miss and conflict latencies: CL; tRCD + CL; tRP + tRCD + CL",
+TEST_CASE("HBM row hit, miss and conflict latencies: CL, tRCD + CL, tRP + tRCD + CL",
           "[contract][hbm]") {
   HbmAlone m(quiet_hbm());
   // trn2: path latency 70 ns (35 each way), tRCD 14, CL 14, tRP 14, a 32-byte burst in
@@ -331,7 +331,7 @@ TEST_CASE("HBM idle read latency is about 100 ns", "[contract][hbm]") {
   CHECK(trn2.serve(Picoseconds(0), 0).ns() == Approx(99.4).margin(0.1));
 }
 
-TEST_CASE("HBM refresh: a bank being refreshed waits tRFC; per-bank refresh spares the others",
+TEST_CASE("HBM refresh: a bank being refreshed waits tRFC, per-bank refresh spares the others",
           "[contract][hbm]") {
   auto arch = trnsim::config::trn2();  // per-bank refresh, tRFC 160 ns every tREFI 3.9 us
   REQUIRE(arch.hbm.per_bank_refresh);

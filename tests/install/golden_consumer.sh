@@ -52,6 +52,9 @@ grep -q "\"$prefix/bin/trnsim\"" "$scratch/tests.json" ||
   fail "the golden test does not run the installed trnsim: $(cat "$scratch/tests.json")"
 grep -q '"check"' "$scratch/tests.json" || fail "the golden test does not run trnsim check"
 grep -q 'rmsnorm_small.golden.json' "$scratch/tests.json" || fail "the golden file is not passed"
+# Options after GOLDEN reach trnsim check, without the ARGS keyword docs/golden.md never showed.
+grep -q '"--full"' "$scratch/tests.json" ||
+  fail "trnsim_add_golden_test did not pass its options to trnsim check: $(cat "$scratch/tests.json")"
 
 # A version the package cannot satisfy must be refused.
 mkdir -p "$scratch/too-new"

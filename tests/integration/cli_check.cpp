@@ -115,7 +115,7 @@ TEST_CASE("set: --set checks the name, the type and the range before anything ru
   CHECK_FALSE(std::filesystem::exists(dir + "/o/stats.json"));
 }
 
-TEST_CASE("set: --set changes the model and stats.json records it; trnsim params lists it") {
+TEST_CASE("set: --set changes the model and stats.json records it, trnsim params lists it") {
   const std::string dir = fresh_dir("set_applies");
   REQUIRE(
       trnsim(example("rmsnorm.json") + " --timing-only --set hbm.t_rcd=20 --out " + dir + "/o", dir)
@@ -126,4 +126,43 @@ TEST_CASE("set: --set changes the model and stats.json records it; trnsim params
   CHECK(p.out.find("parameters of trn1") != std::string::npos);
   CHECK(p.out.find("clock.vector_mhz") != std::string::npos);
   CHECK(p.out.find("2000") != std::string::npos);
+}
+
+// Issue 18, item 4: golden files stored the workload path as given (absolute if given so, else
+// relative to where trnsim ran), so they broke when the repository moved.
+TEST_CASE("check --update stores the workload relative to the golden file: the pair can move") {
+  namespace fs = std::filesystem;
+  const std::string dir = fresh_dir("check_relative");
+  fs::create_directories(dir + "/project/golden");
+  fs::create_directories(dir + "/elsewhere");
+  write_file(dir + "/project", "small.json",
+             R"({"kernel": "rmsnorm", "shape": [256, 1024], "dtype": "bf16"})");
+  const std::string golden = dir + "/project/golden/small.golden.json";
+  const Invocation u = trnsim(
+      "check " + dir + "/project/small.json --golden " + golden + " --update --out " + dir + "/o",
+      dir);
+  INFO(u.err);
+  REQUIRE(u.exit_code == 0);
+  CHECK(read_json(golden)["workload"] == "../small.json");
+  CHECK(read_json(golden)["arch"] == "trn2");
+  // The project moves; the check runs from another directory, without naming the workload.
+  fs::rename(dir + "/project", dir + "/moved");
+  const std::string from_elsewhere = "cd " + dir + "/elsewhere && " + TRNSIM_BINARY;
+  const Invocation c = trnsim(
+      "check --golden ../moved/golden/small.golden.json --out " + dir + "/o2", dir, from_elsewhere);
+  INFO(c.err);
+  CHECK(c.exit_code == 0);
+  CHECK(c.out.find("check: PASS small (trn2)") != std::string::npos);
+  CHECK(c.err.empty());
+  // A golden file of an earlier version, its workload relative to where trnsim ran, still
+  // works from there, with a warning saying how to move on.
+  auto g = read_json(dir + "/moved/golden/small.golden.json");
+  g["workload"] = "moved/small.json";
+  write_file(dir + "/moved/golden", "old.json", g.dump(2));
+  const Invocation old =
+      trnsim("check --golden " + dir + "/moved/golden/old.json --out " + dir + "/o3", dir,
+             "cd " + dir + " && " + TRNSIM_BINARY);
+  CHECK(old.exit_code == 0);
+  CHECK(old.err.find("moved/small.json is not beside the golden file; taken from the current "
+                     "directory") != std::string::npos);
 }

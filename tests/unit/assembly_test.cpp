@@ -175,7 +175,7 @@ TEST_CASE("assembly: labels with spaces, '#' and quotes survive print and parse"
 }
 
 TEST_CASE(
-    "assembly: synchronization of the sequential examples adds waits; hand-synchronized ones keep "
+    "assembly: synchronization of the sequential examples adds waits, hand-synchronized ones keep "
     "theirs",
     "[unit][assembly]") {
   const Assembly tiled = parse_assembly(slurp(examples_dir() + "/matmul_tiled.tasm"),

@@ -6,6 +6,7 @@
 
 #include "config/arch.hpp"
 #include "isa/text/assembly.hpp"
+#include "workloads/graph/npy.hpp"
 #include "workloads/lowering.hpp"
 #include "workloads/program.hpp"
 #include "workloads/workload.hpp"
@@ -86,4 +87,23 @@ TEST_CASE("fuzz: an expectation with the wrong inputs is an AssemblyError at its
                  R"({"format":"trnsim-program","tensors":[],"semaphores":[],"queues":[],
                      "streams":{},"expect":[{"output":"y","function":"copy","inputs":["x"]}]})"),
              Contains("p.json: /expect/0: no tensor \"y\""));
+}
+
+// fuzz_npy_header: writing an empty array back passed memcpy the null data() of an empty
+// vector (undefined behaviour, reported by UBSan in the sanitizer build).
+TEST_CASE("fuzz: an empty .npy array reads and writes back", "[unit][fuzz]") {
+  const std::string header =
+      "{'descr': '<f4', 'fortran_order': False, 'shape': (0, 4), }" + std::string(58, ' ') + "\n";
+  std::string file = "\x93NUMPY\x01";
+  file += '\0';
+  file += static_cast<char>(header.size());
+  file += '\0';
+  file += header;
+  const trnsim::workloads::NpyArray a = trnsim::workloads::parse_npy(file);
+  CHECK(a.shape == std::vector<int64_t>{0, 4});
+  CHECK(a.values.empty());
+  const trnsim::workloads::NpyArray back =
+      trnsim::workloads::parse_npy(trnsim::workloads::npy_bytes(a.shape, a.values));
+  CHECK(back.shape == a.shape);
+  CHECK(back.values.empty());
 }

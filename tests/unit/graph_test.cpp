@@ -1,6 +1,8 @@
 // Graph workloads without simulation: parsing and its errors, the fusion pass, the reference,
 // and .npy files.
+#include <algorithm>
 #include <catch2/catch.hpp>
+#include <cstring>
 #include <string>
 
 #include "../support/graphs.hpp"
@@ -193,10 +195,99 @@ TEST_CASE("the ops PyTorch programs need: errors name the op and field") {
              Contains("/ops/0/call") && Contains("non-negative integer"));
 }
 
-TEST_CASE("a reshape is no kernel; permute, slice and cat are a DMA kernel each") {
+TEST_CASE("a reshape is no kernel, and permute, slice and cat are a DMA kernel each") {
   CHECK(kernels_of(one_op(R"({"op": "reshape", "args": ["x"], "shape": [8, 4], "out": "r"},
                              {"op": "exp", "args": ["r"], "out": "y"})")) == 1);
   CHECK(kernels_of(one_op(R"({"op": "permute", "args": ["x"], "dims": [1, 0], "out": "p"},
                              {"op": "slice", "args": ["p"], "dim": 0, "start": 2, "out": "s"},
                              {"op": "cat", "args": ["s", "s"], "dim": 1, "out": "y"})")) == 3);
+}
+
+namespace {
+// A .npy file (version 1.0) with `header` as its dict and `data` as its bytes.
+std::string npy_file(const std::string& header, const std::string& data) {
+  std::string h = header;
+  while ((10 + h.size() + 1) % 64 != 0) h += ' ';
+  h += '\n';
+  std::string out = "\x93NUMPY\x01";
+  out += '\0';
+  out += static_cast<char>(h.size() & 0xff);
+  out += static_cast<char>(h.size() >> 8);
+  return out + h + data;
+}
+std::string floats(const std::vector<float>& v, bool big_endian = false) {
+  std::string out(v.size() * 4, '\0');
+  std::memcpy(out.data(), v.data(), out.size());
+  if (big_endian) {
+    for (size_t i = 0; i < out.size(); i += 4) std::reverse(out.begin() + i, out.begin() + i + 4);
+  }
+  return out;
+}
+}  // namespace
+
+// Issue 18, item 1: a Fortran-ordered file was read as C order (the header reader took
+// 'fortran_order': True for False), and so was the reference: a silent wrong answer.
+TEST_CASE("npy: Fortran order and big-endian data are read in the tensor's C order") {
+  // A 2 x 3 x 4 array a[i][j][k] = 100i + 10j + k, stored Fortran order (i fastest).
+  std::vector<float> c_order, f_order;
+  for (int i = 0; i < 2; ++i)
+    for (int j = 0; j < 3; ++j)
+      for (int k = 0; k < 4; ++k) c_order.push_back(static_cast<float>(100 * i + 10 * j + k));
+  for (int k = 0; k < 4; ++k)
+    for (int j = 0; j < 3; ++j)
+      for (int i = 0; i < 2; ++i) f_order.push_back(static_cast<float>(100 * i + 10 * j + k));
+  const NpyArray f = parse_npy(
+      npy_file("{'descr': '<f4', 'fortran_order': True, 'shape': (2, 3, 4), }", floats(f_order)));
+  CHECK(f.shape == std::vector<int64_t>{2, 3, 4});
+  CHECK(f.values == c_order);
+  const NpyArray be = parse_npy(npy_file(
+      "{'descr': '>f4', 'fortran_order': False, 'shape': (2, 3, 4), }", floats(c_order, true)));
+  CHECK(be.values == c_order);
+  const NpyArray both = parse_npy(npy_file(
+      "{'descr': '>f4', 'fortran_order': True, 'shape': (2, 3, 4), }", floats(f_order, true)));
+  CHECK(both.values == c_order);
+  // One dimension, and no dimension (a scalar), are the same in either order.
+  CHECK(parse_npy(
+            npy_file("{'descr': '<f4', 'fortran_order': True, 'shape': (3,), }", floats({1, 2, 3})))
+            .values == std::vector<float>{1, 2, 3});
+  const NpyArray scalar =
+      parse_npy(npy_file("{'descr': '<f4', 'fortran_order': False, 'shape': (), }", floats({7})));
+  CHECK(scalar.shape.empty());
+  CHECK(scalar.values == std::vector<float>{7});
+}
+
+TEST_CASE("npy: a header that is not numpy's dict of descr, fortran_order and shape is refused") {
+  const std::string six = floats({1, 2, 3, 4, 5, 6});
+  auto error_of = [&](const std::string& header) {
+    try {
+      parse_npy(npy_file(header, six));
+    } catch (const NpyError& e) {
+      return std::string(e.what());
+    }
+    return std::string("(accepted)");
+  };
+  CHECK_THAT(error_of("{'descr': '<f4', 'shape': (2, 3), }"), Contains("no 'fortran_order'"));
+  CHECK_THAT(error_of("{'descr': '<f4', 'fortran_order': 'True', 'shape': (2, 3), }"),
+             Contains("'fortran_order' is not True or False"));
+  CHECK_THAT(error_of("{'descr': '<f4', 'fortran_order': False, 'fortran_order': True, "
+                      "'shape': (2, 3), }"),
+             Contains("names 'fortran_order' twice"));
+  CHECK_THAT(error_of("{'descr': '<f4', 'fortran_order': False, 'shape': (2, 3), 'x': 1}"),
+             Contains("malformed header"));
+  CHECK_THAT(error_of("{'descr': '<f4', 'fortran_order': False, 'shape': (2, 3), 'x': 'y'}"),
+             Contains("unknown key 'x'"));
+  CHECK_THAT(error_of("{'descr': [('a', '<f4')], 'fortran_order': False, 'shape': (6,), }"),
+             Contains("structured"));
+  CHECK_THAT(error_of("{'descr': '<f4', 'fortran_order': False, 'shape': (2, -3), }"),
+             Contains("malformed header"));
+  CHECK_THAT(
+      error_of("{'descr': '<f4', 'fortran_order': False, 'shape': (3, 3), }"),
+      Contains("expected 36 bytes of data (9 elements of 4 bytes) for shape (3, 3), found 24"));
+  CHECK_THAT(error_of("{'descr': '<f4', 'fortran_order': False, 'shape': (2, 3), } x"),
+             Contains("after its closing"));
+  CHECK_THAT(error_of("{'descr': '|u1', 'fortran_order': False, 'shape': (24,), }"),
+             Contains("dtype '|u1' is not supported"));
+  CHECK_THAT(error_of("{'descr': '<f4', 'fortran_order': False, 'shape': (4294967296, "
+                      "4294967296, 4294967296), }"),
+             Contains("shape too large"));
 }

@@ -190,7 +190,7 @@ TEST_CASE("tensor_scalar_cumulative keeps a running op1 from its identity",
 }
 
 TEST_CASE(
-    "max8 writes the 8 largest of each partition, descending; find_index8 finds them; "
+    "max8 writes the 8 largest of each partition, descending, find_index8 finds them, "
     "match_replace8 replaces them",
     "[unit][semantics][nki]") {
   MemoryImage mem = memory();

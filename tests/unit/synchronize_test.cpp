@@ -117,7 +117,7 @@ TEST_CASE("synchronize: independent instructions on different engines get no sem
   CHECK(s.program.semaphores.size() == s.semaphores_before);
 }
 
-TEST_CASE("synchronize: disjoint parts of one buffer do not conflict; overlapping parts do",
+TEST_CASE("synchronize: disjoint parts of one buffer do not conflict, overlapping parts do",
           "[unit][sync]") {
   const Synced s = sync(
       "A: act.activation b[0:64, :], a[0:64, :], func=identity\n"
