@@ -58,9 +58,9 @@ struct ParamDecl {
   // The values `trnsim tune` tries: ascending for integers, the choices for a choice.
   std::vector<nlohmann::json> tried;
 
-  std::string where() const;           // "/params/bufs", "/strategy"
-  std::string range_text() const;      // "1..8", "128..16384, multiples of 128", "scalar | vector"
-  std::string default_text() const;    // "2", "\"scalar\"", "auto (the most of 3 that fit SBUF)"
+  std::string where() const;         // "/params/bufs", "/strategy"
+  std::string range_text() const;    // "1..8", "128..16384, multiples of 128", "scalar | vector"
+  std::string default_text() const;  // "2", "\"scalar\"", "auto (the most of 3 that fit SBUF)"
   // Whether `v` is accepted (the range check without a message).
   bool accepts(const nlohmann::json& v) const;
 
@@ -80,8 +80,9 @@ struct ParamDecl {
 };
 
 struct ParamSpace {
-  std::string kernel;   // "rmsnorm", "matmul strategy 4 (blocked all dimensions)"
-  std::string unknown;  // the start of the message for an undeclared key: "unknown rmsnorm parameter"
+  std::string kernel;  // "rmsnorm", "matmul strategy 4 (blocked all dimensions)"
+  std::string
+      unknown;  // the start of the message for an undeclared key: "unknown rmsnorm parameter"
   std::vector<ParamDecl> params;         // the options first, then "/params" keys
   std::vector<std::string> constraints;  // what the lowering checks beyond the ranges
 
