@@ -312,3 +312,20 @@ TEST_CASE("points, labels and workload documents of a space", "[tune]") {
                             {"block_k", 2048}});
   CHECK(workload_of(doc, s, Point{}) == doc);
 }
+
+TEST_CASE(
+    "the lower bound that prunes a point is at most its time on either model (every "
+    "valid point of the reference table)",
+    "[tune]") {
+  const Reference ref = load_reference(kReference);
+  size_t n = 0;
+  for (const auto& [label, row] : ref.rows) {
+    if (!row.check.valid) continue;
+    INFO(label);
+    CHECK(row.check.bound_ns > 0);
+    CHECK(row.check.bound_ns <= row.flow_ns);
+    CHECK(row.check.bound_ns <= row.detailed_ns);
+    ++n;
+  }
+  CHECK(n == ref.valid);
+}
