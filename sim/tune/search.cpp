@@ -36,6 +36,15 @@ class Search {
     default_key_ = d.key;
     const uint64_t size = space_.size();
     r_.exhaustive = s_.exhaustive || (size != UINT64_MAX && size + 1 <= s_.budget);
+    if (r_.exhaustive) {
+      // Every point is checked anyway: a space with no valid point runs nothing at all.
+      bool any = false;
+      for (uint64_t i = 0; i < size; ++i) any = check(point_at(space_, i)).valid || any;
+      if (!any) {
+        r_.stop = "every point of the space is invalid";
+        return std::move(r_);
+      }
+    }
     run_points({def}, Fidelity::detailed);
     if (r_.exhaustive) {
       exhaustive();

@@ -30,6 +30,8 @@ void refused(const std::string& tag, const std::string& workload, const std::str
   CHECK(r.err.find(what) != std::string::npos);
   CHECK_FALSE(fs::exists(dir + "/out/results.json"));
   CHECK_FALSE(fs::exists(dir + "/out/results.csv"));
+  // No point was simulated.
+  CHECK((!fs::exists(dir + "/out/points") || fs::is_empty(dir + "/out/points")));
 }
 
 double total_time_ns(const json& stats) {
