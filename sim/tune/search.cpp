@@ -18,6 +18,10 @@ const char* name_of(Fidelity f) {
 namespace {
 
 constexpr double kNever = std::numeric_limits<double>::infinity();
+// With --time and no --budget: the largest space run exhaustively (the default budget, 100
+// evaluations), and the random points the evolutionary search starts from.
+constexpr uint64_t kUnboundedFits = 100;
+constexpr uint64_t kUnboundedStart = 64;
 
 class Search {
  public:
@@ -35,7 +39,10 @@ class Search {
     }
     default_key_ = d.key;
     const uint64_t size = space_.size();
-    r_.exhaustive = s_.exhaustive || (size != UINT64_MAX && size + 1 <= s_.budget);
+    // With no budget (--time alone), a space "fits" when it is no larger than the default
+    // budget; a larger one is searched until the time is up.
+    const uint64_t fits = s_.budget == UINT64_MAX ? kUnboundedFits : s_.budget;
+    r_.exhaustive = s_.exhaustive || (size != UINT64_MAX && size + 1 <= fits);
     if (r_.exhaustive) {
       // Every point is checked anyway: a space with no valid point runs nothing at all.
       bool any = false;
@@ -320,7 +327,8 @@ class Search {
     std::set<std::string> chosen;
 
     // A random start: a quarter of the screening budget.
-    const uint64_t start = std::max<uint64_t>(1, (screen_end - std::min(screen_end, used())) / 4);
+    uint64_t start = std::max<uint64_t>(1, (screen_end - std::min(screen_end, used())) / 4);
+    if (s_.budget == UINT64_MAX) start = std::min<uint64_t>(start, kUnboundedStart);
     std::vector<Point> first;
     while (first.size() < start && tries < max_tries && used() < screen_end) {
       ++tries;

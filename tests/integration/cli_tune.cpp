@@ -188,3 +188,20 @@ TEST_CASE("explain --apply reports each RMSNorm example's measured gains") {
   CHECK(bad.exit_code == 2);
   CHECK(bad.err.find("missing.json") != std::string::npos);
 }
+
+TEST_CASE("tune --time: no budget, the search stops at its time limit") {
+  const std::string dir = fresh_dir("tune_time");
+  // Thousands of points: the time limit, not the space, ends the search.
+  const std::string w = write_file(
+      dir, "w.json", R"({"kernel": "matmul", "shape": [512, 1024, 1024], "dtype": "bf16"})");
+  const Invocation r =
+      trnsim("tune " + w + " --time 2s -j 2 --no-check --json --out " + dir + "/out", dir);
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  const json res = json::parse(r.out);
+  CHECK(res["settings"]["budget"].is_null());
+  CHECK(res["settings"]["time_limit_seconds"] == 2.0);
+  CHECK(res["search"]["mode"] == "evolutionary");
+  CHECK(res["search"]["stop"].get<std::string>().find("time limit") != std::string::npos);
+  CHECK(res["best"]["time_us"].get<double>() <= res["default"]["time_us"].get<double>());
+}
