@@ -200,6 +200,12 @@ int explain_apply(const ApplyOptions& o) {
   config::ArchConfig arch;
   std::string out;
   try {
+    if (fs::path(o.workload).extension() == ".tasm") {
+      throw InputError(fmt::format(
+          "{}: a program (.tasm) fixes every instruction and declares no choices; {} takes a "
+          "workload JSON (kernel or graph form, docs/tune.md)",
+          o.workload, "explain --apply"));
+    }
     if (is_python_kernel(o.workload)) {
       throw InputError(fmt::format(
           "{}: explain --apply takes a workload JSON; an NKI kernel declares no parameters it "

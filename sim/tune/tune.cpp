@@ -183,6 +183,12 @@ int tune(const TuneOptions& o, SweepComm& comm) {
     t.settings.time_limit = o.time.empty() ? 0 : parse_time(o.time);
     std::vector<Fix> fixes;
     for (const std::string& f : o.fixes) fixes.push_back(parse_fix(f));
+    if (fs::path(o.workload).extension() == ".tasm") {
+      throw InputError(fmt::format(
+          "{}: a program (.tasm) fixes every instruction and declares no choices; {} takes a "
+          "workload JSON (kernel or graph form, docs/tune.md)",
+          o.workload, "tune"));
+    }
     if (is_python_kernel(o.workload)) {
       target = nki_target(o.workload, o.nki, o.arch, o.sets, fixes);
     } else {

@@ -66,6 +66,13 @@ TEST_CASE("tune: bad input exits 2 with a clear message before any point runs") 
   refused("empty_space", R"({"kernel": "engine_stream", "shape": [128, 64]})", "",
           "declares no tunable parameters");
   refused("bad_time", kSmall, "--time soon", "--time soon: expected a positive duration");
+  {
+    const std::string dir = fresh_dir("tune_bad_tasm");
+    const Invocation r =
+        trnsim("tune " + example("matmul_tiled.tasm") + " --out " + dir + "/out", dir);
+    CHECK(r.exit_code == 2);
+    CHECK(r.err.find("matmul_tiled.tasm: a program (.tasm)") != std::string::npos);
+  }
   // Eight buffers of a 16384-wide row overflow SBUF at every tile size: the default (two
   // buffers) runs, but no point of the space can.
   refused("all_invalid", R"({"kernel": "rmsnorm", "shape": [2048, 16384], "dtype": "bf16"})",
