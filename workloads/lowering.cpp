@@ -77,4 +77,14 @@ LoweredKernel lower(const Workload& w, const config::ArchConfig& arch, bool func
   return lower_dma(w, arch, functional);
 }
 
+ParamSpace space_of(const Workload& w, const config::ArchConfig& arch) {
+  if (w.graph) return graph_space(w, arch);
+  const KernelEntry* k = find_kernel(w.kernel);
+  if (k != nullptr && k->space != nullptr) return k->space(w, arch);
+  ParamSpace none;
+  none.kernel = w.kernel;
+  none.unknown = w.kernel + " takes no params";
+  return none;
+}
+
 }  // namespace trnsim::workloads

@@ -10,6 +10,7 @@
 #include "config/arch.hpp"
 #include "isa/semantics.hpp"
 #include "workloads/kernels/kernel.hpp"
+#include "workloads/kernels/param_space.hpp"
 #include "workloads/workload.hpp"
 
 namespace trnsim::workloads {
@@ -40,5 +41,10 @@ std::vector<float> read_tensor(const LoweredKernel& k, const isa::MemoryImage& m
 // Throws WorkloadError (naming the workload's field) when the workload cannot be lowered for
 // `arch`, e.g. a row that does not fit SBUF, or a functional run too large for host memory.
 LoweredKernel lower(const Workload& w, const config::ArchConfig& arch, bool functional);
+
+// The lowering's choices for `w` on `arch` as named, bounded parameters (param_space.hpp): a
+// kernel's, a graph's, or none (an empty space: the DMA and engine_stream micro-benchmarks,
+// whose keys define what they measure). Throws WorkloadError for an option out of range.
+ParamSpace space_of(const Workload& w, const config::ArchConfig& arch);
 
 }  // namespace trnsim::workloads

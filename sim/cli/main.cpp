@@ -20,6 +20,7 @@
 #include "sim/run/run.hpp"
 #include "sim/run/tools.hpp"
 #include "sim/sweep/sweep.hpp"
+#include "sim/tune/tune.hpp"
 
 namespace {
 
@@ -45,6 +46,10 @@ constexpr const char* kUsage =
     "       trnsim sweep SWEEP.json [-j N] [--out DIR] [--resume]   run a parameter sweep\n"
     "       trnsim compare DIR DIR... [--json] [--report FILE | --no-report]   runs side by side\n"
     "       trnsim explain DIR [--json]             what bounds a finished run, what to change\n"
+    "       trnsim tune WORKLOAD [--budget N | --time T] [-j N] [--out DIR] [--resume]\n"
+    "              [--fix NAME=VALUE]...     search the kernel's choices (docs/tune.md)\n"
+    "       trnsim tune --list KERNEL|WORKLOAD      the space a kernel declares, and its size\n"
+    "       trnsim explain --apply WORKLOAD [-j N]  try each suggestion, measure its gain\n"
     "       (trnsim --help, trnsim help COMMAND for more)\n";
 
 // Runs a CLI11 parse; returns -1 to go on, or the exit code to return. A usage error prints
@@ -198,11 +203,108 @@ int sc_main(int argc, char* argv[]) {
     CLI::App app{"Diagnose a finished run: the critical path, what bounds it, and what to change",
                  "trnsim explain"};
     trnsim::sim::ExplainOptions o;
-    app.add_option("dir", o.dir, "the --out directory of a run (stats.json, trace.json)")
+    trnsim::sim::ApplyOptions a;
+    bool apply = false;
+    app.add_option("dir", o.dir,
+                   "the --out directory of a run (stats.json, trace.json); with --apply, the "
+                   "workload to run")
         ->required();
     app.add_flag("--json", o.json, "print the findings as JSON");
+    app.add_flag("--apply", apply,
+                 "run the workload, then simulate each suggestion that maps to a parameter "
+                 "change and report its measured gain, best first (docs/tune.md)");
+    app.add_option("--arch", a.arch, "--apply: hardware preset or arch file (default trn2)");
+    app.add_option("--set", a.sets, "--apply: override a hardware parameter, name=value");
+    app.add_option("--out", a.out, "--apply: output directory (default trnsim-explain/NAME)");
+    app.add_option("-j,--jobs", a.jobs, "--apply: suggestions simulated at once")
+        ->capture_default_str();
+    app.add_option("--kernel", a.nki.kernel, "--apply on a kernel.py: the nki.jit function");
+    app.add_option("--input", a.nki.inputs, "--apply on a kernel.py: an input, NAME=SPEC");
+    app.add_option("--grid", a.nki.grid, "--apply on a kernel.py: the launch grid");
     if (const int rc = parse(app, args); rc >= 0) return rc;
+    if (apply) {
+      a.workload = o.dir;
+      a.json = o.json;
+      return trnsim::sim::explain_apply(a);
+    }
+    if (!a.arch.empty() || !a.sets.empty() || !a.out.empty() || !a.nki.kernel.empty() ||
+        !a.nki.inputs.empty() || !a.nki.grid.empty()) {
+      spdlog::error("--arch, --set, --out, --kernel, --input and --grid go with --apply");
+      return trnsim::sim::kBadInput;
+    }
     return trnsim::sim::explain(o);
+  }
+  if (command == "tune") {
+    args.erase(args.begin() + 1);
+    CLI::App app{
+        "Search a workload's declared choices (tile sizes, buffers, engines, strategies, "
+        "blocks, fusion) with the simulator as the cost model (docs/tune.md)",
+        "trnsim tune"};
+    trnsim::sim::TuneOptions o;
+    std::string list;
+    uint64_t budget = 0;
+    app.add_option("workload", o.workload, "workload JSON (kernel or graph form) or NKI kernel.py");
+    app.add_option("--list", list,
+                   "print the space of a kernel (its example shape) or a workload file, and its "
+                   "size");
+    app.add_option("--arch", o.arch,
+                   "hardware preset (trn1, trn2, trn3) or arch file (default trn2)");
+    app.add_option("--set", o.sets, "override a hardware parameter, name=value (repeatable)");
+    auto* b = app.add_option("--budget", budget,
+                             "evaluations (simulations) at most; default 100, or unbounded "
+                             "with --time");
+    app.add_option("--time", o.time, "wall-time limit of the search: 600, 90s, 10m, 1h");
+    app.add_option("-j,--jobs", o.jobs, "points run at once (on each MPI rank)")
+        ->capture_default_str();
+    app.add_option("--out", o.out, "output directory (default trnsim-tune/NAME)");
+    app.add_flag("--resume", o.resume,
+                 "reuse the points an interrupted tune of the same workload finished in --out");
+    app.add_option("--fix", o.fixes, "pin a parameter, NAME=VALUE (repeatable): it is not searched")
+        ->take_all();
+    app.add_option("--seed", o.seed, "the search's random seed")->capture_default_str();
+    app.add_option("--batch", o.batch, "points proposed at once (at least -j times the ranks)")
+        ->capture_default_str();
+    app.add_flag("--exhaustive", o.exhaustive,
+                 "every valid point on both models, whatever its size (reference results)");
+    app.add_option("--top", o.top, "alternatives listed")->capture_default_str();
+    bool no_check = false;
+    app.add_flag("--no-check", no_check, "do not re-run the winner functionally");
+    app.add_flag("--json", o.json, "print results.json instead of the report");
+    app.add_option("--kernel", o.nki.kernel, "kernel.py: the nki.jit function to tune");
+    app.add_option("--input", o.nki.inputs,
+                   "kernel.py: an input, NAME=SHAPE[:DTYPE] or NAME=FILE.npy (repeatable)");
+    app.add_option("--grid", o.nki.grid, "kernel.py: the SPMD launch grid");
+    app.footer(TRNSIM_HAVE_MPI_TEXT);
+    if (const int rc = parse(app, args); rc >= 0) return rc;
+    o.check = !no_check;
+    o.budget_given = b->count() > 0;
+    if (o.budget_given) o.budget = budget;
+    if (!list.empty()) {
+      if (!o.workload.empty()) {
+        spdlog::error("--list {} and a workload, {}: give one of them", list, o.workload);
+        return trnsim::sim::kBadInput;
+      }
+      return trnsim::sim::list_space(list, o);
+    }
+    if (o.workload.empty()) {
+      spdlog::error("give a workload to tune (or --list KERNEL)");
+      std::fputs(kUsage, stderr);
+      return trnsim::sim::kBadInput;
+    }
+    std::unique_ptr<trnsim::sim::SweepComm> comm = trnsim::sim::mpi_comm();
+    if (!comm) {
+      if (const int n = trnsim::sim::launcher_ranks(); n > 1) {
+        spdlog::error(
+            "this trnsim was built without MPI but runs as one of {} MPI ranks, which would "
+            "each run the whole search; build with -DTRNSIM_MPI=ON (docs/sweeps.md) or run "
+            "without mpirun",
+            n);
+        return trnsim::sim::kBadInput;
+      }
+      trnsim::sim::SweepComm local;
+      return trnsim::sim::tune(o, local);
+    }
+    return trnsim::sim::tune(o, *comm);
   }
   if (command == "compare") {
     args.erase(args.begin() + 1);

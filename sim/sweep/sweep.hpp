@@ -31,6 +31,8 @@ class SweepComm {
   virtual std::vector<std::string> gather(const std::string& mine) { return {mine}; }
   // Rank 0's `value` on every rank. Collective.
   virtual int broadcast(int value) { return value; }
+  // Rank 0's `text` on every rank. Collective (trnsim tune: every rank's search goes on in step).
+  virtual std::string broadcast_text(const std::string& text) { return text; }
 };
 
 // Exit code: 0 every point ran, 1 some point failed (or failed its functional check), 2 a bad

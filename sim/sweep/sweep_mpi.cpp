@@ -49,6 +49,14 @@ class MpiComm : public SweepComm {
     return value;
   }
 
+  std::string broadcast_text(const std::string& text) override {
+    int length = static_cast<int>(text.size());
+    MPI_Bcast(&length, 1, MPI_INT, 0, MPI_COMM_WORLD);
+    std::string out = rank_ == 0 ? text : std::string(static_cast<size_t>(length), '\0');
+    MPI_Bcast(out.data(), length, MPI_CHAR, 0, MPI_COMM_WORLD);
+    return out;
+  }
+
  private:
   int rank_ = 0, size_ = 1;
 };

@@ -158,16 +158,25 @@ struct RowKernelResult {
   std::vector<std::string> rounded;
 };
 
+// The row kernels' choices (the graph's params, graph_space).
+struct RowChoices {
+  bool compile = false;
+  uint32_t bufs = 0;      // tiles in flight; 0: the most of max_bufs that fit SBUF
+  uint32_t max_bufs = 2;  // 3 in compile mode
+  bool balance = true;    // compile: each op on the engine with the lower estimated busy time
+  bool fold = true;       // compile: an activation feeding a sum becomes one with accumulate
+};
+
 class RowKernel {
  public:
   RowKernel(const Graph& g, const PlannedKernel& k, const std::set<std::string>& materialized,
-            const config::ArchConfig& arch, bool compile, uint32_t max_bufs)
+            const config::ArchConfig& arch, const RowChoices& choices)
       : g_(g),
         k_(k),
         materialized_(materialized),
         arch_(arch),
-        compile_(compile),
-        max_bufs_(max_bufs) {}
+        compile_(choices.compile),
+        choices_(choices) {}
 
   RowKernelResult lower();
 
@@ -191,7 +200,7 @@ class RowKernel {
   const std::set<std::string>& materialized_;
   const config::ArchConfig& arch_;
   bool compile_;
-  uint32_t max_bufs_;
+  RowChoices choices_;
   int64_t rows_ = 0, hidden_ = 0;
   std::map<std::string, Value> values_;
   std::vector<std::string> order_;  // values in first-seen order
@@ -241,7 +250,7 @@ void RowKernel::collect() {
   // Square-and-sum (or any ScalarE activation feeding a sum or mean) as one activation with
   // an accumulate, when the activation's output is used by nothing else, the reduction's
   // result stays fp32 on chip, and both are in this kernel (compile mode).
-  if (!compile_) return;
+  if (!compile_ || !choices_.fold) return;
   for (size_t pos = 0; pos < k_.ops.size(); ++pos) {
     const GraphOp& op = g_.ops[k_.ops[pos]];
     if (op.kind != OpKind::reduction || op.op == "max") continue;
@@ -341,7 +350,7 @@ AccessPattern RowKernel::ap(const std::string& name, uint32_t parts, uint32_t bu
 // puts an op that either engine can run where the kernel's estimated busy time is lower,
 // using the simulator's own cost functions.
 Engine RowKernel::pick(const Instruction& on_vector, const Instruction& on_scalar) {
-  if (!compile_) return Engine::vector;
+  if (!compile_ || !choices_.balance) return Engine::vector;
   const Picoseconds v = models::estimate::instruction_time(on_vector, arch_);
   const Picoseconds s = models::estimate::instruction_time(on_scalar, arch_);
   return est_scalar_ + s < est_vector_ + v ? Engine::scalar : Engine::vector;
@@ -515,8 +524,8 @@ RowKernelResult RowKernel::lower() {
     return r;
   }
   const RowTiles tiles(rows_, hidden_, arch_.partitions);
-  const uint32_t bufs =
-      row_buffers(0, max_bufs_, tiles.count, [&](uint32_t n) { return layout(n); });
+  const uint32_t bufs = row_buffers(choices_.bufs, choices_.max_bufs, tiles.count,
+                                    [&](uint32_t n) { return layout(n); });
   if (!layout(bufs)) {
     r.problem = fmt::format("one tile of {} rows needs {} bytes per partition of SBUF; {} has {}",
                             arch_.partitions, shared_ + per_buffer_, arch_.name,
@@ -612,6 +621,10 @@ RowKernelResult RowKernel::lower() {
 
 }  // namespace
 
+namespace {
+Workload library_workload(const Workload& w, const Graph& g, const GraphOp& op);
+}  // namespace
+
 GraphPlan plan_graph(const Graph& g, const std::string& file) {
   GraphPlan plan;
   std::map<std::string, Cls> inside;  // values computed in the open kernel, with their layout
@@ -654,6 +667,54 @@ GraphPlan plan_graph(const Graph& g, const std::string& file) {
     if (k.row) k.name = kernel_name(g, k.ops);
   }
   return plan;
+}
+
+ParamSpace graph_space(const Workload& w, const config::ArchConfig& arch) {
+  const Graph& g = *w.graph;
+  ParamSpace s;
+  s.kernel = fmt::format("graph ({} mode)", g.mode);
+  s.unknown = fmt::format("unknown parameter of a graph in {} mode", g.mode);
+  s.choice("mode", {"eager", "compile"}, "eager",
+           "eager: a kernel per op, each dispatched and launched by the host; compile: runs of "
+           "row-local ops fused into one kernel each, one host call")
+      .as_option()
+      .with_role(ParamRole::fusion);
+  const bool compile = g.mode == "compile";
+  if (std::any_of(g.ops.begin(), g.ops.end(), row_local)) {
+    ParamDecl& bufs = s.integer("bufs", 1, 8, nullptr, "tiles in flight in the row kernels");
+    bufs.default_note = compile ? "the most of 3 that fit SBUF" : "the most of 2 that fit SBUF";
+    bufs.role = ParamRole::buffers;
+    bufs.tried = integer_values({1, 2, 3, 4}, 1, 8);
+    if (compile) {
+      s.choice("engines", {"balance", "vector"}, "balance",
+               "the fused kernels' arithmetic: each op on VectorE or ScalarE, where the kernel's "
+               "estimated busy time is lower (balance), or all on VectorE")
+          .with_role(ParamRole::engine);
+      s.flag("fold_reductions", true,
+             "an activation that feeds a sum or mean becomes one ScalarE activation that "
+             "accumulates it");
+    }
+  }
+  // The library kernels' params, "<kernel>.<param>", declared by the first op of each kernel.
+  std::set<std::string> seen;
+  for (const GraphOp& op : g.ops) {
+    // Only the library kernels have params: not the row-local ops, a transpose, a reshape or
+    // view, a DMA copy or an op that runs on the host.
+    if (op.kind != OpKind::kernel || row_local(op) || op.op == "transpose") continue;
+    const Workload sub = library_workload(w, g, op);
+    if (!seen.insert(sub.kernel).second) continue;
+    const KernelEntry* entry = find_kernel(sub.kernel);
+    if (entry == nullptr || entry->space == nullptr) continue;
+    for (ParamDecl d : entry->space(sub, arch).params) {
+      if (d.option) continue;  // the op's own attributes (a matmul's strategy)
+      d.name = sub.kernel + "." + d.name;
+      d.meaning = fmt::format("{} ({} ops): {}", sub.kernel, op.op, d.meaning);
+      s.params.push_back(std::move(d));
+    }
+  }
+  s.constraints = {"each row kernel's tiles fit SBUF",
+                   "each library kernel's own constraints (its buffers fit SBUF, ...)"};
+  return s;
 }
 
 namespace {
@@ -850,6 +911,41 @@ isa::Program copy_kernel(const Graph& g, const GraphOp& op, const config::ArchCo
   return compiler::synchronize(seq, std::move(p), arch);
 }
 
+// The kernel form of a library op (rms_norm, layer_norm, softmax, matmul): what its kernel of
+// the library lowers.
+Workload library_workload(const Workload& w, const Graph& g, const GraphOp& op) {
+  const GraphTensor& x = *g.find(op.args[0].tensor);
+  Workload sub;
+  sub.file = w.file;
+  sub.name = op.out.name;
+  sub.dtype = x.dtype;
+  sub.seed = w.seed;
+  int64_t rows = 1;
+  for (size_t i = 0; i + 1 < x.shape.size(); ++i) rows *= x.shape[i];
+  const std::map<std::string, std::string> library = {{"rms_norm", "rmsnorm"},
+                                                      {"layer_norm", "layernorm"},
+                                                      {"softmax", "softmax"},
+                                                      {"matmul", "matmul"}};
+  sub.kernel = library.at(op.op);
+  if (op.op == "matmul") {
+    // [..., M, K] @ [..., K, N] (or [..., N, K]): the batches one after another in one kernel.
+    const GraphTensor& b = *g.find(op.args[1].tensor);
+    const int64_t m = x.shape[x.shape.size() - 2];
+    sub.shape = {m, x.shape.back(), op.out.shape.back()};
+    sub.options = {{"strategy", op.strategy}, {"a_layout", "mk"}};
+    const int64_t batch = rows / m;
+    if (batch > 1) {
+      sub.options["batch"] = batch;
+      sub.options["b_batched"] = b.shape.size() > 2;
+    }
+    if (op.transpose_b) sub.options["b_layout"] = "nk";
+  } else {
+    sub.shape = {rows, x.shape.back()};
+    sub.eps = op.eps;
+  }
+  return sub;
+}
+
 LibraryKernel library_kernel(const Workload& w, const Graph& g, const GraphOp& op,
                              const config::ArchConfig& arch) {
   const GraphTensor& x = *g.find(op.args[0].tensor);
@@ -876,37 +972,20 @@ LibraryKernel library_kernel(const Workload& w, const Graph& g, const GraphOp& o
     k.binding = {{"x", x.name}, {"y", op.out.name}};
     return k;
   }
-  Workload sub;
-  sub.file = w.file;
-  sub.name = op.out.name;
-  sub.dtype = x.dtype;
-  sub.seed = w.seed;
-  int64_t rows = 1;
-  for (size_t i = 0; i + 1 < x.shape.size(); ++i) rows *= x.shape[i];
-  const std::map<std::string, std::string> library = {{"rms_norm", "rmsnorm"},
-                                                      {"layer_norm", "layernorm"},
-                                                      {"softmax", "softmax"},
-                                                      {"matmul", "matmul"}};
-  sub.kernel = library.at(op.op);
+  Workload sub = library_workload(w, g, op);
   if (op.op == "matmul") {
-    // [..., M, K] @ [..., K, N] (or [..., N, K]): the batches one after another in one kernel.
     const GraphTensor& b = *g.find(op.args[1].tensor);
-    const int64_t m = x.shape[x.shape.size() - 2];
-    sub.shape = {m, x.shape.back(), op.out.shape.back()};
-    sub.options = {{"strategy", op.strategy}, {"a_layout", "mk"}};
-    const int64_t batch = rows / m;
-    if (batch > 1) {
-      sub.options["batch"] = batch;
-      sub.options["b_batched"] = b.shape.size() > 2;
-    }
-    if (op.transpose_b) sub.options["b_layout"] = "nk";
     k.binding = {{"a", x.name}, {op.transpose_b ? "b_t" : "b", b.name}, {"c", op.out.name}};
   } else {
-    sub.shape = {rows, x.shape.back()};
-    sub.eps = op.eps;
     k.binding = {{"x", x.name}, {"y", op.out.name}};
     if (op.args.size() > 1) k.binding.emplace_back("gamma", op.args[1].tensor);
     if (op.args.size() > 2) k.binding.emplace_back("beta", op.args[2].tensor);
+  }
+  // The graph's params "<kernel>.<param>" are the library kernel's params.
+  for (const auto& item : w.params.items()) {
+    const std::string prefix = sub.kernel + ".";
+    if (item.key().rfind(prefix, 0) == 0)
+      sub.params[item.key().substr(prefix.size())] = item.value();
   }
   const KernelEntry* entry = find_kernel(sub.kernel);
   if (entry == nullptr) {
@@ -1062,15 +1141,22 @@ LoweredKernel lower_graph(const Workload& w, const config::ArchConfig& arch, boo
     if (!why.empty()) throw WorkloadError(w.file, "/inputs", why);
   }
   nlohmann::json kernels = nlohmann::json::array();
-  const uint32_t max_bufs = g.mode == "compile" ? 3 : 2;
+  const ParamSpace space = graph_space(w, arch);
+  const ParamValues given(w, space);
+  RowChoices row_choices;
+  row_choices.compile = g.mode == "compile";
+  row_choices.max_bufs = row_choices.compile ? 3 : 2;
+  if (space.find("bufs") != nullptr)
+    row_choices.bufs = static_cast<uint32_t>(given.integer("bufs"));
+  if (space.find("engines") != nullptr) row_choices.balance = given.choice("engines") == "balance";
+  if (space.find("fold_reductions") != nullptr) row_choices.fold = given.flag("fold_reductions");
   std::set<std::string> rounded(materialized);
   for (const GraphPlan::Kernel& k : plan.kernels) {
     nlohmann::json c = {{"name", k.name}, {"ops", nlohmann::json::array()}};
     for (size_t i : k.ops) c["ops"].push_back(g.ops[i].op);
     if (k.row) {
       PlannedKernel pk{true, k.ops, k.space, k.name};
-      RowKernelResult r =
-          RowKernel(g, pk, materialized, arch, g.mode == "compile", max_bufs).lower();
+      RowKernelResult r = RowKernel(g, pk, materialized, arch, row_choices).lower();
       if (!r.problem.empty()) {
         throw WorkloadError(w.file, g.ops[k.ops.front()].where,
                             fmt::format("kernel {} cannot be lowered: {}", k.name, r.problem));
@@ -1150,6 +1236,8 @@ LoweredKernel lower_graph(const Workload& w, const config::ArchConfig& arch, boo
                  {"kernels", kernels},
                  {"hbm_intermediates", intermediates},
                  {"hbm_intermediate_bytes", intermediate_bytes}};
+  // The params given (the graph's defaults leave stats.json as it was).
+  if (!w.params.empty()) out.choices["params"] = w.params;
   for (const GraphOp& op : g.ops) out.model_flops += op_flops(g, op);
   const DType dt = g.find(g.outputs.front())->dtype;
   out.tolerance = dt == DType::fp32   ? Tolerance{1e-4, 1e-3}

@@ -9,6 +9,7 @@
 
 #include "workloads/graph/graph.hpp"
 #include "workloads/kernels/kernel.hpp"
+#include "workloads/kernels/param_space.hpp"
 
 namespace trnsim::workloads {
 
@@ -25,6 +26,10 @@ struct GraphPlan {
 // The kernels of `g` in its mode. Throws WorkloadError (naming the op) for an op that fits no
 // kernel, e.g. a broadcast along the rows.
 GraphPlan plan_graph(const Graph& g, const std::string& file);
+
+// The graph's choices: the option mode; the row kernels' bufs (compile mode: engines,
+// fold_reductions); each library kernel's params as "<kernel>.<param>" (rmsnorm.scale_engine).
+ParamSpace graph_space(const Workload& w, const config::ArchConfig& arch);
 
 LoweredKernel lower_graph(const Workload& w, const config::ArchConfig& arch, bool functional);
 

@@ -55,22 +55,42 @@ int64_t keys_seen(int64_t q0, uint32_t qr, int64_t seq, bool causal) {
 
 }  // namespace
 
+ParamSpace attention_space(const Workload& w, const config::ArchConfig& arch) {
+  ParamSpace s;
+  s.kernel = "attention";
+  s.unknown = "unknown attention parameter";
+  const uint32_t tile = tile_of(arch);
+  const int64_t seq = w.shape.size() > 1 ? w.shape[1] : 2048;
+  ParamDecl& kv =
+      s.integer("kv_block", tile, 2048, nullptr, "keys per block of the online softmax");
+  kv.multiple = tile;
+  kv.multiple_error =
+      fmt::format("expected a multiple of {} (the keys of one P^T tile), got {{got}}", tile);
+  kv.default_note = "1024 if it fits PSUM, else 512";
+  kv.role = ParamRole::block;
+  kv.tried = covering(doubling_values(tile, 2048, 2048), seq);
+  s.integer("bufs", 2, 3, 2, "blocks in flight: scores, probabilities, P^T and P V")
+      .with_role(ParamRole::buffers)
+      .with_tried({2, 3});
+  // Split between ScalarE and VectorE, which bound the kernel together; on trn1, where the two
+  // cannot reach PSUM at the same time, all on ScalarE, whose copy holds the port for less time.
+  s.choice("pt_copy", {"scalar", "vector", "split"},
+           arch.shared_sbuf_psum_ports ? "scalar" : "split",
+           "the engine that copies P^T from PSUM to SBUF (split: ScalarE five eighths)")
+      .with_role(ParamRole::engine);
+  s.constraints = {"the blocks' scores, P^T and output accumulators fit PSUM",
+                   "Q, K, V and the blocks in flight fit SBUF"};
+  return s;
+}
+
 AttentionChoices parse_attention_choices(const Workload& w, const config::ArchConfig& arch) {
   AttentionChoices c;
   c.causal = bool_option(w, "causal", false);
-  check_param_keys(w, "attention", {"kv_block", "bufs", "pt_copy"});
-  const uint32_t tile = tile_of(arch);
-  c.kv_block = static_cast<uint32_t>(int_param(w, "kv_block", tile, 2048, 0));
-  if (c.kv_block % tile != 0) {
-    throw WorkloadError(w.file, "/params/kv_block",
-                        fmt::format("expected a multiple of {} (the keys of one P^T tile), got {}",
-                                    tile, c.kv_block));
-  }
-  c.bufs = static_cast<uint32_t>(int_param(w, "bufs", 2, 3, 2));
-  // Split between ScalarE and VectorE, which bound the kernel together; on trn1, where the two
-  // cannot reach PSUM at the same time, all on ScalarE, whose copy holds the port for less time.
-  c.pt_copy = choice_param(w, "pt_copy", {"scalar", "vector", "split"},
-                           arch.shared_sbuf_psum_ports ? "scalar" : "split");
+  const ParamSpace space = attention_space(w, arch);
+  const ParamValues v(w, space);
+  c.kv_block = static_cast<uint32_t>(v.integer("kv_block"));
+  c.bufs = static_cast<uint32_t>(v.integer("bufs"));
+  c.pt_copy = v.choice("pt_copy");
   return c;
 }
 

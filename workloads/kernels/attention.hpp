@@ -5,6 +5,7 @@
 #include <string>
 
 #include "workloads/kernels/kernel.hpp"
+#include "workloads/kernels/param_space.hpp"
 
 namespace trnsim::workloads {
 
@@ -19,6 +20,8 @@ struct AttentionChoices {
   std::string pt_copy = "split";
 };
 
+// Its parameters: kv_block, bufs, pt_copy.
+ParamSpace attention_space(const Workload& w, const config::ArchConfig& arch);
 AttentionChoices parse_attention_choices(const Workload& w, const config::ArchConfig& arch);
 LoweredKernel lower_attention(const Workload& w, const config::ArchConfig& arch, bool functional);
 

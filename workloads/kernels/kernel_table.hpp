@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "workloads/kernels/kernel.hpp"
+#include "workloads/kernels/param_space.hpp"
 
 namespace trnsim::workloads {
 
@@ -21,6 +22,9 @@ struct KernelEntry {
   bool float_only = true;  // integer dtypes are refused
   LoweredKernel (*lower)(const Workload&, const config::ArchConfig&, bool functional) = nullptr;
   double default_eps = 1e-6;  // Workload::eps when the file gives none (kernels taking "eps")
+  // The lowering's choices as named, bounded parameters (param_space.hpp), for the workload's
+  // shape and options; nullptr: none (a micro-benchmark's keys define what it measures).
+  ParamSpace (*space)(const Workload&, const config::ArchConfig&) = nullptr;
 };
 
 // Every kernel of the kernel form except the DMA micro-benchmarks ("dma"), which take their

@@ -13,20 +13,42 @@ using isa::ActivationFunction;
 using isa::AluOp;
 using isa::DType;
 
-LayerNormChoices parse_layernorm_choices(const Workload& w, const config::ArchConfig& arch) {
-  LayerNormChoices c;
-  c.method = choice_option(w, "method", {"bn_stats", "two_pass"}, "bn_stats") == "two_pass"
-                 ? LayerNormMethod::two_pass
-                 : LayerNormMethod::bn_stats;
-  check_param_keys(w, "layernorm", {"tile_rows", "bufs", "beta_engine"});
-  c.tile_rows = static_cast<uint32_t>(
-      int_param(w, "tile_rows", 1, arch.partitions, static_cast<int64_t>(arch.partitions)));
-  c.bufs = static_cast<uint32_t>(int_param(w, "bufs", 1, 8, 0));
+ParamSpace layernorm_space(const Workload& w, const config::ArchConfig& arch) {
+  ParamSpace s;
+  s.kernel = "layernorm";
+  s.unknown = "unknown layernorm parameter";
+  s.choice("method", {"bn_stats", "two_pass"}, "bn_stats",
+           "the statistics: VectorE bn_stats/bn_aggr, or a sum and a sum of squares")
+      .as_option()
+      .with_role(ParamRole::algorithm);
+  const int64_t rows = w.shape.empty() ? arch.partitions : w.shape[0];
+  s.integer("tile_rows", 1, arch.partitions, arch.partitions, "rows per tile, one per partition")
+      .with_role(ParamRole::tile)
+      .with_tried(
+          covering(integer_values({8, 16, 32, 64}, 1, arch.partitions, arch.partitions), rows));
+  ParamDecl& bufs = s.integer("bufs", 1, 8, nullptr, "tiles in flight");
+  bufs.default_note = "the most of 3 that fit SBUF";
+  bufs.role = ParamRole::buffers;
+  bufs.tried = integer_values({1, 2, 3, 4, 6, 8}, 1, 8);
   // GpSimdE takes beta's add off VectorE, the busiest engine, unless the two share the SBUF
   // port (trn1), where it only waits for VectorE.
-  const std::string beta = choice_param(w, "beta_engine", {"gpsimd", "vector"},
-                                        arch.shared_sbuf_psum_ports ? "vector" : "gpsimd");
-  c.beta_engine = beta == "vector" ? Engine::vector : Engine::gpsimd;
+  s.choice("beta_engine", {"gpsimd", "vector"}, arch.shared_sbuf_psum_ports ? "vector" : "gpsimd",
+           "the engine that adds beta after VectorE multiplied by gamma")
+      .with_role(ParamRole::engine);
+  s.constraints = {"gamma, beta and an x and a y tile per buffer fit SBUF",
+                   "the instructions per tile fit the instruction cap"};
+  return s;
+}
+
+LayerNormChoices parse_layernorm_choices(const Workload& w, const config::ArchConfig& arch) {
+  const ParamSpace space = layernorm_space(w, arch);
+  const ParamValues v(w, space);
+  LayerNormChoices c;
+  c.method =
+      v.choice("method") == "two_pass" ? LayerNormMethod::two_pass : LayerNormMethod::bn_stats;
+  c.tile_rows = static_cast<uint32_t>(v.integer("tile_rows"));
+  c.bufs = static_cast<uint32_t>(v.integer("bufs"));
+  c.beta_engine = v.choice("beta_engine") == "vector" ? Engine::vector : Engine::gpsimd;
   return c;
 }
 

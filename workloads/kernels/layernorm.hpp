@@ -2,6 +2,7 @@
 #pragma once
 
 #include "workloads/kernels/kernel.hpp"
+#include "workloads/kernels/param_space.hpp"
 
 namespace trnsim::workloads {
 
@@ -19,6 +20,8 @@ struct LayerNormChoices {
   Engine beta_engine = Engine::gpsimd;
 };
 
+// Its parameters: the option method; tile_rows, bufs, beta_engine.
+ParamSpace layernorm_space(const Workload& w, const config::ArchConfig& arch);
 LayerNormChoices parse_layernorm_choices(const Workload& w, const config::ArchConfig& arch);
 LoweredKernel lower_layernorm(const Workload& w, const config::ArchConfig& arch, bool functional);
 

@@ -12,6 +12,7 @@ namespace trnsim::workloads {
 
 using isa::ActivationFunction;
 using isa::DType;
+using nlohmann::json;
 
 namespace {
 
@@ -27,18 +28,6 @@ const char* strategy_name(int s) {
       return "blocked free dimensions";
     default:
       return "blocked all dimensions";
-  }
-}
-
-std::vector<std::string> params_of(int strategy) {
-  switch (strategy) {
-    case 1:
-    case 2:
-      return {"bufs", "out_bufs", "psum_bufs"};
-    case 3:
-      return {"block_m", "block_n", "bufs", "out_bufs", "psum_bufs"};
-    default:
-      return {"block_m", "block_k", "block_n", "bufs", "out_bufs", "psum_bufs"};
   }
 }
 
@@ -105,26 +94,79 @@ MatmulPlan plan_matmul(const MatmulChoices& c, const MatmulTiles& t,
   return p;
 }
 
-[[noreturn]] void bad_param(const Workload& w, const std::string& key, const std::string& what) {
-  throw WorkloadError(w.file, "/params/" + key, what);
-}
-
 }  // namespace
 
-MatmulChoices parse_matmul_choices(const Workload& w, const config::ArchConfig& arch) {
-  MatmulChoices c;
-  c.psum_bufs = arch.psum_banks;
-  if (w.options.contains("strategy")) {
-    const auto& s = w.options["strategy"];
-    if (!s.is_number_integer() || s.get<int64_t>() < 1 || s.get<int64_t>() > 4) {
-      throw WorkloadError(w.file, "/strategy",
-                          fmt::format("unknown matmul strategy {}; expected 1 (tiled), 2 (hoisted "
-                                      "loads), 3 (blocked free dimensions) or 4 (blocked all "
-                                      "dimensions)",
-                                      s.dump()));
-    }
-    c.strategy = static_cast<int>(s.get<int64_t>());
+ParamSpace matmul_space(const Workload& w, const config::ArchConfig& arch) {
+  ParamSpace s;
+  ParamDecl& strategy = s.integer("strategy", 1, 4, 4,
+                                  "1 tiled, 2 hoisted loads, 3 blocked M and N, 4 blocked M, K, N");
+  strategy.option = true;
+  strategy.role = ParamRole::algorithm;
+  strategy.range_error =
+      "unknown matmul strategy {got}; expected 1 (tiled), 2 (hoisted loads), 3 (blocked free "
+      "dimensions) or 4 (blocked all dimensions)";
+  strategy.tried = {1, 2, 3, 4};
+  const json given = read_value(w, strategy);
+  const int st = given.is_null() ? 4 : static_cast<int>(given.get<int64_t>());
+  s.kernel = fmt::format("matmul strategy {} ({})", st, strategy_name(st));
+  s.unknown = fmt::format("unknown parameter for matmul strategy {} ({})", st, strategy_name(st));
+
+  const MatmulTiles t = matmul_tiles(arch);
+  auto dim = [&](size_t i) { return w.shape.size() > i ? w.shape[i] : int64_t{4096}; };
+  auto block = [&](const char* name, int64_t tile, const char* tile_name, int64_t cover,
+                   json default_value, const char* meaning) {
+    ParamDecl& d = s.integer(name, tile, kMaxBlock, std::move(default_value), meaning);
+    d.multiple = tile;
+    d.range_error =
+        fmt::format("expected a multiple of the {}-element tile of {} from {} to {}, got {{got}}",
+                    tile, tile_name, tile, kMaxBlock);
+    d.role = ParamRole::block;
+    d.tried = covering(doubling_values(tile, kMaxBlock, cover), cover);
+    return &d;
+  };
+  const char* m_tile = "output rows (tile_m, from pe_columns)";
+  const char* k_tile = "contraction rows (tile_k, from pe_rows)";
+  const char* n_tile = "output columns (tile_n, from matmul_moving_max)";
+  if (st == 3) {
+    // The tutorial's TILES_IN_BLOCK_M = TILES_IN_BLOCK_N = 2 (docs/kernels.md).
+    const char* tutorial = "2 tiles, the NKI tutorial's block_free_dimension kernel";
+    block("block_m", t.m, m_tile, dim(0), 2 * int64_t{t.m}, "rows of C per block")->default_note =
+        tutorial;
+    block("block_n", t.n, n_tile, dim(2), 2 * int64_t{t.n}, "columns of C per block")
+        ->default_note = tutorial;
+  } else if (st == 4) {
+    // The tutorial's fully_optimized blocks: 2048 x 1024 x 1024 (M x K x N) in whole tiles.
+    const char* shrunk = "halved, M first, then K, then N, until the buffers fit SBUF";
+    block("block_m", t.m, m_tile, dim(0), std::max<int64_t>(1, 2048 / t.m) * t.m,
+          "rows of C per block")
+        ->default_note = shrunk;
+    block("block_k", t.k, k_tile, dim(1), std::max<int64_t>(1, 1024 / t.k) * t.k,
+          "contraction depth per block")
+        ->default_note = shrunk;
+    block("block_n", t.n, n_tile, dim(2), std::max<int64_t>(1, 1024 / t.n) * t.n,
+          "columns of C per block")
+        ->default_note = shrunk;
   }
+  ParamDecl& bufs =
+      s.integer("bufs", 1, 8, st == 1 ? json(4) : json(2), "operand buffers of each kind");
+  if (st == 3) bufs.default_note = "2, or 1 when two of each strip do not fit SBUF";
+  bufs.role = ParamRole::buffers;
+  bufs.tried = integer_values({1, 2, 3, 4}, 1, 8, bufs.default_value);
+  s.integer("out_bufs", 1, 8, 4, "output staging tiles in SBUF")
+      .with_role(ParamRole::buffers)
+      .with_tried(integer_values({1, 2, 4, 8}, 1, 8));
+  s.integer("psum_bufs", 1, arch.psum_banks, arch.psum_banks,
+            "PSUM banks the accumulation groups rotate through")
+      .with_role(ParamRole::buffers)
+      .with_tried(integer_values({2, 4, 8}, 1, arch.psum_banks, arch.psum_banks));
+  s.constraints = {"the A, B and output buffers (and strategy 4's result tiles) fit SBUF",
+                   "the instructions fit the instruction cap"};
+  return s;
+}
+
+MatmulChoices parse_matmul_choices(const Workload& w, const config::ArchConfig& arch) {
+  const ParamSpace space = matmul_space(w, arch);  // checks /strategy first
+  MatmulChoices c;
   if (w.options.contains("a_layout")) {
     const auto& l = w.options["a_layout"];
     if (!l.is_string() || (l.get<std::string>() != "km" && l.get<std::string>() != "mk")) {
@@ -136,53 +178,26 @@ MatmulChoices parse_matmul_choices(const Workload& w, const config::ArchConfig& 
     }
     c.a_transposed = l.get<std::string>() == "km";
   }
+  const ParamValues v(w, space);
+  c.strategy = static_cast<int>(v.integer("strategy"));
+  c.bufs = static_cast<uint32_t>(v.integer("bufs"));
+  c.out_bufs = static_cast<uint32_t>(v.integer("out_bufs"));
+  c.psum_bufs = static_cast<uint32_t>(v.integer("psum_bufs"));
   // Set by graph lowering only (the kernel form does not accept them).
   if (w.options.contains("b_layout")) c.b_transposed = w.options["b_layout"] == "nk";
   if (w.options.contains("batch")) c.batch = w.options["batch"].get<int64_t>();
   if (w.options.contains("b_batched")) c.b_batched = w.options["b_batched"].get<bool>();
-  const MatmulTiles t = matmul_tiles(arch);
-  c.bufs = c.strategy == 1 ? 4 : 2;
-  // The tutorial's blocks (docs/kernels.md): strategy 4's TILES_IN_BLOCK_M/K/N = 16/8/2 tiles,
-  // 2048 x 1024 x 1024 (M x K x N) with 128 x 128 x 512 tiles; strategy 3's 2 x 2 tiles.
-  c.block_m = (c.strategy == 3 ? 2 : std::max<int64_t>(1, 2048 / t.m)) * t.m;
-  c.block_k = std::max<int64_t>(1, 1024 / t.k) * t.k;
-  c.block_n = std::max<int64_t>(1, (c.strategy == 3 ? 1024 : 1024) / t.n) * t.n;
-  const std::vector<std::string> known = params_of(c.strategy);
-  for (const auto& item : w.params.items()) {
-    const std::string& key = item.key();
-    const auto& v = item.value();
-    if (std::find(known.begin(), known.end(), key) == known.end()) {
-      const std::string near = closest_name(key, known);
-      bad_param(w, key,
-                fmt::format("unknown parameter for matmul strategy {} ({}); expected one of: "
-                            "{}{}",
-                            c.strategy, strategy_name(c.strategy), fmt::join(known, ", "),
-                            near.empty() ? "" : fmt::format(" (did you mean \"{}\"?)", near)));
-    }
-    if (key == "bufs" || key == "out_bufs" || key == "psum_bufs") {
-      const int64_t hi = key == "psum_bufs" ? arch.psum_banks : 8;
-      if (!v.is_number_integer() || v.get<int64_t>() < 1 || v.get<int64_t>() > hi) {
-        bad_param(w, key, fmt::format("expected an integer in [1, {}], got {}", hi, v.dump()));
-      }
-      const auto n = static_cast<uint32_t>(v.get<int64_t>());
-      (key == "bufs" ? c.bufs : key == "out_bufs" ? c.out_bufs : c.psum_bufs) = n;
-      continue;
-    }
-    // block_m, block_k, block_n: whole tiles.
-    const char dim = key.back();
-    const int64_t tile = dim == 'm' ? t.m : dim == 'k' ? t.k : t.n;
-    const char* tile_name = dim == 'm'   ? "output rows (tile_m, from pe_columns)"
-                            : dim == 'k' ? "contraction rows (tile_k, from pe_rows)"
-                                         : "output columns (tile_n, from matmul_moving_max)";
-    if (!v.is_number_integer() || v.get<int64_t>() < tile || v.get<int64_t>() > kMaxBlock ||
-        v.get<int64_t>() % tile != 0) {
-      bad_param(w, key,
-                fmt::format("expected a multiple of the {}-element tile of {} from {} to {}, "
-                            "got {}",
-                            tile, tile_name, tile, kMaxBlock, v.dump()));
-    }
-    (dim == 'm' ? c.block_m : dim == 'k' ? c.block_k : c.block_n) = v.get<int64_t>();
-    (dim == 'm' ? c.block_m_given : dim == 'k' ? c.block_k_given : c.block_n_given) = true;
+  if (c.strategy >= 3) {
+    // The tutorial's blocks unless given (docs/kernels.md); strategy 4's are shrunk in
+    // lower_matmul until they fit.
+    c.block_m = v.integer("block_m");
+    c.block_n = v.integer("block_n");
+    c.block_m_given = v.given("block_m");
+    c.block_n_given = v.given("block_n");
+  }
+  if (c.strategy == 4) {
+    c.block_k = v.integer("block_k");
+    c.block_k_given = v.given("block_k");
   }
   return c;
 }

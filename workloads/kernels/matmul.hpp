@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "workloads/kernels/kernel.hpp"
+#include "workloads/kernels/param_space.hpp"
 #include "workloads/kernels/tile_ops.hpp"
 
 namespace trnsim::workloads {
@@ -36,6 +37,9 @@ struct MatmulChoices {
   bool block_m_given = false, block_k_given = false, block_n_given = false;
 };
 
+// Its parameters: the option strategy; per strategy, its blocks (3: block_m, block_n; 4: block_m,
+// block_k, block_n), bufs, out_bufs, psum_bufs.
+ParamSpace matmul_space(const Workload& w, const config::ArchConfig& arch);
 MatmulChoices parse_matmul_choices(const Workload& w, const config::ArchConfig& arch);
 LoweredKernel lower_matmul(const Workload& w, const config::ArchConfig& arch, bool functional);
 

@@ -16,8 +16,6 @@ using isa::DType;
 namespace {
 
 const std::vector<std::string> kActivations = {"gelu", "gelu_tanh", "silu"};
-const std::vector<std::string> kParams = {"block_m", "w1_tiles", "w2_tiles", "bufs",
-                                          "x_bufs",  "out_bufs", "psum_bufs"};
 
 // The sizes the lowering works with and what SBUF holds, per partition.
 struct MlpPlan {
@@ -55,10 +53,6 @@ MlpPlan plan_mlp(const MlpChoices& c, const MatmulTiles& t, const std::vector<in
   return p;
 }
 
-[[noreturn]] void bad_param(const Workload& w, const std::string& key, const std::string& what) {
-  throw WorkloadError(w.file, "/params/" + key, what);
-}
-
 }  // namespace
 
 double activation_reference(ActivationFunction f, double x) {
@@ -93,9 +87,50 @@ std::vector<float> mlp_reference(const std::vector<float>& x, const std::vector<
   return out;
 }
 
+ParamSpace mlp_space(const Workload& w, const config::ArchConfig& arch) {
+  ParamSpace s;
+  s.kernel = "mlp";
+  s.unknown = "unknown mlp parameter";
+  const MatmulTiles t = matmul_tiles(arch);
+  const int64_t M = w.shape.empty() ? t.n : w.shape[0];
+  const int64_t F = w.shape.size() > 2 ? w.shape[2] : 4096;
+  const int64_t tf = std::min(t.k, t.m);
+  const char* fit = "the largest that fits SBUF of the default";
+  // Rows of x per chunk: as many whole output tiles as one moving holds (512 on trn2).
+  ParamDecl& bm = s.integer("block_m", 1, t.n, t.n >= t.m ? t.n / t.m * t.m : t.n,
+                            "rows of x per chunk: the moving of the first matmul");
+  bm.range_note = " (rows of x per chunk, at most one moving)";
+  bm.default_note = "shrunk by tile_m until the buffers fit SBUF";
+  bm.role = ParamRole::block;
+  bm.tried = covering(doubling_values(t.m, t.n, M), M);
+  ParamDecl& w1 = s.integer("w1_tiles", 1, 16, 4, "columns of w1 per load, in F tiles");
+  w1.default_note = "4, 2 or 1: " + std::string(fit);
+  w1.role = ParamRole::block;
+  w1.tried = covering(doubling_values(1, 16, ceil_div(F, tf)), ceil_div(F, tf));
+  s.integer("w2_tiles", 1, 64, 8, "rows of w2 per load, in F tiles")
+      .with_role(ParamRole::block)
+      .with_tried(covering(doubling_values(1, 64, ceil_div(F, tf)), ceil_div(F, tf)));
+  s.integer("bufs", 1, 8, 2, "weight buffers of each kind")
+      .with_role(ParamRole::buffers)
+      .with_tried(integer_values({1, 2, 3, 4}, 1, 8));
+  ParamDecl& xb = s.integer("x_bufs", 1, 2, 2, "x^T chunks in SBUF");
+  xb.default_note = "2, or 1 when two do not fit SBUF";
+  xb.role = ParamRole::buffers;
+  xb.tried = {1, 2};
+  s.integer("out_bufs", 1, 8, 4, "output staging tiles")
+      .with_role(ParamRole::buffers)
+      .with_tried(integer_values({1, 2, 4, 8}, 1, 8));
+  s.integer("psum_bufs", 1, arch.psum_banks, arch.psum_banks, "PSUM banks")
+      .with_role(ParamRole::buffers)
+      .with_tried(integer_values({2, 4, 8}, 1, arch.psum_banks, arch.psum_banks));
+  s.constraints = {"the hidden h^T of a chunk, x^T, w1, w2 and output buffers fit SBUF",
+                   "psum_bufs holds the second matmul's accumulation groups (block_m / tile_m)",
+                   "the instructions fit the instruction cap"};
+  return s;
+}
+
 MlpChoices parse_mlp_choices(const Workload& w, const config::ArchConfig& arch) {
   MlpChoices c;
-  c.psum_bufs = arch.psum_banks;
   if (!w.options.contains("activation")) {
     throw WorkloadError(w.file, "/activation",
                         fmt::format("missing; expected one of: {}", fmt::join(kActivations, ", ")));
@@ -112,43 +147,18 @@ MlpChoices parse_mlp_choices(const Workload& w, const config::ArchConfig& arch) 
                     near.empty() ? "" : fmt::format(" (did you mean \"{}\"?)", near)));
   }
   c.activation = *isa::parse_activation_function(name);
-  const MatmulTiles t = matmul_tiles(arch);
-  // Rows of x per chunk: as many whole output tiles as one moving holds (512 on trn2).
-  c.block_m = t.n >= t.m ? t.n / t.m * t.m : t.n;
-  for (const auto& item : w.params.items()) {
-    const std::string& key = item.key();
-    const auto& v = item.value();
-    if (std::find(kParams.begin(), kParams.end(), key) == kParams.end()) {
-      const std::string near = closest_name(key, kParams);
-      bad_param(
-          w, key,
-          fmt::format("unknown mlp parameter; expected one of: {}{}", fmt::join(kParams, ", "),
-                      near.empty() ? "" : fmt::format(" (did you mean \"{}\"?)", near)));
-    }
-    int64_t hi = 8;
-    if (key == "block_m") hi = t.n;
-    if (key == "w1_tiles") hi = 16;
-    if (key == "w2_tiles") hi = 64;
-    if (key == "x_bufs") hi = 2;
-    if (key == "psum_bufs") hi = arch.psum_banks;
-    if (!v.is_number_integer() || v.get<int64_t>() < 1 || v.get<int64_t>() > hi) {
-      bad_param(w, key,
-                fmt::format("expected an integer in [1, {}]{}, got {}", hi,
-                            key == "block_m" ? " (rows of x per chunk, at most one moving)" : "",
-                            v.dump()));
-    }
-    const int64_t n = v.get<int64_t>();
-    if (key == "block_m") c.block_m = n;
-    if (key == "w1_tiles") c.w1_tiles = static_cast<uint32_t>(n);
-    if (key == "w2_tiles") c.w2_tiles = static_cast<uint32_t>(n);
-    if (key == "bufs") c.bufs = static_cast<uint32_t>(n);
-    if (key == "x_bufs") c.x_bufs = static_cast<uint32_t>(n);
-    if (key == "out_bufs") c.out_bufs = static_cast<uint32_t>(n);
-    if (key == "psum_bufs") c.psum_bufs = static_cast<uint32_t>(n);
-    if (key == "block_m") c.block_m_given = true;
-    if (key == "w1_tiles") c.w1_tiles_given = true;
-    if (key == "x_bufs") c.x_bufs_given = true;
-  }
+  const ParamSpace space = mlp_space(w, arch);
+  const ParamValues v(w, space);
+  c.block_m = v.integer("block_m");
+  c.w1_tiles = static_cast<uint32_t>(v.integer("w1_tiles"));
+  c.w2_tiles = static_cast<uint32_t>(v.integer("w2_tiles"));
+  c.bufs = static_cast<uint32_t>(v.integer("bufs"));
+  c.x_bufs = static_cast<uint32_t>(v.integer("x_bufs"));
+  c.out_bufs = static_cast<uint32_t>(v.integer("out_bufs"));
+  c.psum_bufs = static_cast<uint32_t>(v.integer("psum_bufs"));
+  c.block_m_given = v.given("block_m");
+  c.w1_tiles_given = v.given("w1_tiles");
+  c.x_bufs_given = v.given("x_bufs");
   return c;
 }
 
@@ -208,7 +218,7 @@ LoweredKernel lower_mlp(const Workload& w, const config::ArchConfig& arch, bool 
         "w1 {} x {}, w2 {} x {}, output {} x {}); {} has {}",
         plan.total(), plan.h_bytes, plan.mc, plan.x_bufs, plan.x_bytes, plan.bufs, plan.w1_bytes,
         plan.bufs, plan.w2_bytes, plan.out_bufs, plan.out_bytes, arch.name, sbuf);
-    for (const std::string& key : kParams) {
+    for (const std::string& key : mlp_space(w, arch).param_names()) {
       if (w.params.contains(key) && key != "psum_bufs") {
         throw WorkloadError(w.file, "/params/" + key,
                             fmt::format("mlp {}. Use smaller sizes or fewer bufs", need));

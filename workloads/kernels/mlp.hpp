@@ -9,6 +9,7 @@
 
 #include "isa/instruction.hpp"
 #include "workloads/kernels/kernel.hpp"
+#include "workloads/kernels/param_space.hpp"
 
 namespace trnsim::workloads {
 
@@ -26,6 +27,8 @@ struct MlpChoices {
   bool block_m_given = false, w1_tiles_given = false, x_bufs_given = false;
 };
 
+// Its parameters: block_m, w1_tiles, w2_tiles, bufs, x_bufs, out_bufs, psum_bufs.
+ParamSpace mlp_space(const Workload& w, const config::ArchConfig& arch);
 MlpChoices parse_mlp_choices(const Workload& w, const config::ArchConfig& arch);
 LoweredKernel lower_mlp(const Workload& w, const config::ArchConfig& arch, bool functional);
 

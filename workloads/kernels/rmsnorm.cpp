@@ -16,36 +16,35 @@ using isa::Instruction;
 using isa::SemaphoreUpdate;
 using isa::SemaphoreWait;
 
+ParamSpace rmsnorm_space(const Workload& w, const config::ArchConfig& arch) {
+  ParamSpace s;
+  s.kernel = "rmsnorm";
+  s.unknown = "unknown rmsnorm parameter";
+  const int64_t rows = w.shape.empty() ? arch.partitions : w.shape[0];
+  s.integer("tile_rows", 1, arch.partitions, arch.partitions, "rows per tile, one per partition")
+      .with_role(ParamRole::tile)
+      .with_tried(
+          covering(integer_values({8, 16, 32, 64}, 1, arch.partitions, arch.partitions), rows));
+  s.integer("bufs", 1, 8, 2, "tiles in flight: the DMA of the next overlaps this one")
+      .with_role(ParamRole::buffers)
+      .with_tried(integer_values({1, 2, 3, 4, 6, 8}, 1, 8));
+  ParamDecl& e = s.choice("scale_engine", {"scalar", "vector"}, "scalar",
+                          "the engine that multiplies x by 1/rms");
+  e.role = ParamRole::engine;
+  e.aliases = {{"ScalarE", "scalar"}, {"VectorE", "vector"}};
+  e.suggest = false;
+  s.constraints = {"gamma plus an x and a scaled tile per buffer fit SBUF",
+                   "about 7 instructions per tile fit the instruction cap"};
+  return s;
+}
+
 RmsNormChoices parse_rmsnorm_choices(const Workload& w, const config::ArchConfig& arch) {
+  const ParamSpace space = rmsnorm_space(w, arch);
+  const ParamValues v(w, space);
   RmsNormChoices c;
-  c.tile_rows = arch.partitions;
-  const std::vector<std::string> known = {"tile_rows", "bufs", "scale_engine"};
-  for (const auto& item : w.params.items()) {
-    const std::string where = "/params/" + item.key();
-    const auto& v = item.value();
-    if (item.key() == "tile_rows" || item.key() == "bufs") {
-      const bool rows = item.key() == "tile_rows";
-      const int64_t hi = rows ? arch.partitions : 8;
-      if (!v.is_number_integer() || v.get<int64_t>() < 1 || v.get<int64_t>() > hi) {
-        throw WorkloadError(w.file, where,
-                            fmt::format("expected an integer in [1, {}], got {}", hi, v.dump()));
-      }
-      (rows ? c.tile_rows : c.bufs) = static_cast<uint32_t>(v.get<int64_t>());
-    } else if (item.key() == "scale_engine") {
-      const auto e = v.is_string() ? parse_engine(v.get<std::string>()) : std::nullopt;
-      if (!e || (*e != Engine::scalar && *e != Engine::vector)) {
-        throw WorkloadError(w.file, where,
-                            fmt::format("expected \"scalar\" or \"vector\", got {}", v.dump()));
-      }
-      c.scale_engine = *e;
-    } else {
-      const std::string near = closest_name(item.key(), known);
-      throw WorkloadError(
-          w.file, where,
-          fmt::format("unknown rmsnorm parameter; expected one of: {}{}", fmt::join(known, ", "),
-                      near.empty() ? "" : fmt::format(" (did you mean \"{}\"?)", near)));
-    }
-  }
+  c.tile_rows = static_cast<uint32_t>(v.integer("tile_rows"));
+  c.bufs = static_cast<uint32_t>(v.integer("bufs"));
+  c.scale_engine = v.choice("scale_engine") == "vector" ? Engine::vector : Engine::scalar;
   return c;
 }
 

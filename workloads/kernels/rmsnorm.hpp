@@ -2,6 +2,7 @@
 #pragma once
 
 #include "workloads/kernels/kernel.hpp"
+#include "workloads/kernels/param_space.hpp"
 
 namespace trnsim::workloads {
 
@@ -12,6 +13,8 @@ struct RmsNormChoices {
   Engine scale_engine = Engine::scalar;  // multiplies x by 1/rms: scalar or vector
 };
 
+// Its parameters: tile_rows, bufs, scale_engine.
+ParamSpace rmsnorm_space(const Workload& w, const config::ArchConfig& arch);
 RmsNormChoices parse_rmsnorm_choices(const Workload& w, const config::ArchConfig& arch);
 LoweredKernel lower_rmsnorm_fused(const Workload& w, const config::ArchConfig& arch,
                                   bool functional);

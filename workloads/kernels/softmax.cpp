@@ -13,15 +13,34 @@ using isa::ActivationFunction;
 using isa::AluOp;
 using isa::DType;
 
+ParamSpace softmax_space(const Workload& w, const config::ArchConfig& arch) {
+  ParamSpace s;
+  s.kernel = "softmax";
+  s.unknown = "unknown softmax parameter";
+  const int64_t rows = w.shape.empty() ? arch.partitions : w.shape[0];
+  s.integer("tile_rows", 1, arch.partitions, arch.partitions, "rows per tile, one per partition")
+      .with_role(ParamRole::tile)
+      .with_tried(
+          covering(integer_values({8, 16, 32, 64}, 1, arch.partitions, arch.partitions), rows));
+  ParamDecl& bufs = s.integer("bufs", 1, 8, nullptr, "tiles in flight");
+  bufs.default_note = "the most of 3 that fit SBUF";
+  bufs.role = ParamRole::buffers;
+  bufs.tried = integer_values({1, 2, 3, 4, 6, 8}, 1, 8);
+  s.choice("scale_engine", {"vector", "scalar"}, "vector",
+           "the engine that multiplies exp(x - max) by 1 / sum")
+      .with_role(ParamRole::engine);
+  s.constraints = {"an x tile and its per-row values per buffer fit SBUF",
+                   "the instructions per tile fit the instruction cap"};
+  return s;
+}
+
 SoftmaxChoices parse_softmax_choices(const Workload& w, const config::ArchConfig& arch) {
+  const ParamSpace space = softmax_space(w, arch);
+  const ParamValues v(w, space);
   SoftmaxChoices c;
-  check_param_keys(w, "softmax", {"tile_rows", "bufs", "scale_engine"});
-  c.tile_rows = static_cast<uint32_t>(
-      int_param(w, "tile_rows", 1, arch.partitions, static_cast<int64_t>(arch.partitions)));
-  c.bufs = static_cast<uint32_t>(int_param(w, "bufs", 1, 8, 0));
-  c.scale_engine = choice_param(w, "scale_engine", {"vector", "scalar"}, "vector") == "scalar"
-                       ? Engine::scalar
-                       : Engine::vector;
+  c.tile_rows = static_cast<uint32_t>(v.integer("tile_rows"));
+  c.bufs = static_cast<uint32_t>(v.integer("bufs"));
+  c.scale_engine = v.choice("scale_engine") == "scalar" ? Engine::scalar : Engine::vector;
   return c;
 }
 

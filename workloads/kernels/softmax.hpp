@@ -2,6 +2,7 @@
 #pragma once
 
 #include "workloads/kernels/kernel.hpp"
+#include "workloads/kernels/param_space.hpp"
 
 namespace trnsim::workloads {
 
@@ -15,6 +16,8 @@ struct SoftmaxChoices {
   Engine scale_engine = Engine::vector;
 };
 
+// Its parameters: tile_rows, bufs, scale_engine.
+ParamSpace softmax_space(const Workload& w, const config::ArchConfig& arch);
 SoftmaxChoices parse_softmax_choices(const Workload& w, const config::ArchConfig& arch);
 LoweredKernel lower_softmax(const Workload& w, const config::ArchConfig& arch, bool functional);
 
