@@ -65,8 +65,8 @@ int compare(const CompareOptions& o) {
       {"GpSimdE active", "gpsimd_engine_active_time", 1e6, "us"},
       {"DMA active", "dma_active_time", 1e6, "us"},
       {"DMA transfers", "dma_transfer_count", 1, ""},
-      {"HBM read", "hbm_read_bytes", 1e-6, "MB"},
-      {"HBM written", "hbm_write_bytes", 1e-6, "MB"},
+      {"HBM read", "hbm_read_bytes", 1.0 / 1048576, "MiB"},
+      {"HBM written", "hbm_write_bytes", 1.0 / 1048576, "MiB"},
       {"MBU", "mbu_estimated_percent", 1, "%"},
   };
   if (o.json) {

@@ -203,11 +203,11 @@ std::vector<Finding> diagnose(const json& stats,
     std::vector<std::string> names;
     for (const auto& n : choices["hbm_intermediates"]) names.push_back(n.get<std::string>());
     x.evidence = fmt::format(
-        "{} intermediate tensors ({}) go to HBM and back: {:.1f} MB written and read again, at "
+        "{} intermediate tensors ({}) go to HBM and back: {:.1f} MiB written and read again, at "
         "least {} at the HBM peak",
         names.size(),
         fmt::join(names.begin(), names.begin() + std::min<size_t>(names.size(), 6), ", "),
-        inter / 1e6, us(x.cost_seconds));
+        inter / 1048576.0, us(x.cost_seconds));
     x.suggestion =
         "fuse the ops that produce and consume them (\"mode\": \"compile\") so the "
         "values stay in SBUF";
@@ -250,9 +250,9 @@ std::vector<Finding> diagnose(const json& stats,
       } else {
         cause = "DMA bandwidth";
         evidence = fmt::format(
-            "kernel {} is DMA-bound ({:.0f}% of {}): {:.1f} MB in {:.0f} "
+            "kernel {} is DMA-bound ({:.0f}% of {}): {:.1f} MiB in {:.0f} "
             "transfers of {:.0f} bytes per partition",
-            name, pct, us(d), number(k, "dma_bytes") / 1e6, transfers, per_partition);
+            name, pct, us(d), number(k, "dma_bytes") / 1048576.0, transfers, per_partition);
         suggestion =
             "move fewer bytes: keep intermediates on chip (fuse), reuse loaded tiles "
             "(block the loops), or use a narrower dtype";

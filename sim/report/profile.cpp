@@ -314,9 +314,9 @@ std::string ProfileCollector::text(Picoseconds total) const {
     uint64_t n = 0;
     for (uint64_t c : k.instructions) n += c;
     const auto [who, pct] = k.bound();
-    out += fmt::format("  {:<3}{:<32}{:>11}{:>11}{:>8.1f}MB{:>10}  {} {:.0f}%\n", i,
+    out += fmt::format("  {:<3}{:<32}{:>11}{:>11}{:>7.1f}MiB{:>10}  {} {:.0f}%\n", i,
                        k.name.size() > 31 ? k.name.substr(0, 28) + "..." : k.name, us(k.start),
-                       us(k.duration()), k.dma_bytes / 1e6, n, who, pct);
+                       us(k.duration()), k.dma_bytes / 1048576.0, n, who, pct);
   }
   if (kernels_.size() > shown) {
     out += fmt::format("  ... {} more kernels in stats.json\n", kernels_.size() - shown);

@@ -230,8 +230,8 @@ class WorkloadTarget : public Target {
     const double bw = std::min(hbm, dma);
     r.memory_ns = bw > 0 ? bytes / bw : 0;
     r.memory_what =
-        fmt::format("{:.3g} MB of HBM inputs and outputs moved once at {:.0f} GB/s ({})",
-                    bytes / 1e6, bw, hbm <= dma ? "HBM's peak" : "the DMA engines' peak");
+        fmt::format("{:.3g} MiB of HBM inputs and outputs moved once at {:.0f} GB/s ({})",
+                    bytes / 1048576.0, bw, hbm <= dma ? "HBM's peak" : "the DMA engines' peak");
     return r;
   }
 

@@ -47,6 +47,9 @@ TEST_CASE("explain: the eager RMSNorm pays for HBM round trips between its kerne
   const auto f = findings_of(example("rmsnorm_eager.json"), "eager");
   CHECK(first_cause(f) == "HBM round trips between kernels");
   CHECK_THAT(f[0]["evidence"].get<std::string>(), Contains("x2") && Contains("xn"));
+  // Bytes in MiB, as the summary and report.html give them (issue 18 item 9): 32 MiB of
+  // intermediates, which decimal megabytes would call 33.6 MB.
+  CHECK_THAT(f[0]["evidence"].get<std::string>(), Contains("32.0 MiB written"));
 }
 
 TEST_CASE("explain: the fused RMSNorm kernel is ScalarE-bound and VectorE could take a step") {

@@ -423,6 +423,8 @@ TEST_CASE("trnsim compare writes one report of the three RMSNorm runs on one tim
   INFO(c.err);
   REQUIRE(c.exit_code == 0);
   CHECK_THAT(c.out, Contains("kernel launches") && Contains("report: " + page));
+  // The byte rows in MiB, the unit of the summary and of the page (issue 18 item 9).
+  CHECK_THAT(c.out, Contains("HBM read") && Contains(" MiB") && !Contains(" MB"));
   REQUIRE(fs::exists(page));
   check_self_contained(slurp(page));
   // --json prints the same JSON as before; --no-report writes nothing and prints no report line.

@@ -276,7 +276,9 @@ LoweredKernel lower_matmul(const Workload& w, const config::ArchConfig& arch, bo
         "output{}); {} has {}",
         plan.total(), plan.a_bufs, plan.a_bytes, plan.b_bufs, plan.b_bytes, plan.out_bufs,
         plan.out_bytes,
-        plan.acc_bytes > 0 ? fmt::format(", {} for fp32 partial sums", plan.acc_bytes) : "",
+        plan.acc_bytes > 0
+            ? fmt::format(", {} for the result tiles of a column block", plan.acc_bytes)
+            : "",
         arch.name, sbuf);
     // A size the user chose is named; otherwise K is what does not fit.
     for (const char* key : {"block_k", "block_m", "block_n", "bufs", "out_bufs"}) {
@@ -422,6 +424,27 @@ LoweredKernel lower_matmul(const Workload& w, const config::ArchConfig& arch, bo
     }
     slot.access.wrote(done);
   };
+  // One accumulation group: the tile_m x tile_n tile (i, j) of the blocks in `as` and `bs`
+  // over `depth` rows of K from k0, in the next PSUM bank, which it returns written.
+  auto accumulate_group = [&](OnChipTile& as, OnChipTile& bs, int64_t i, int64_t j, int64_t m0,
+                              uint32_t mr, int64_t n0, uint32_t nr, int64_t k0,
+                              int64_t depth) -> OnChipTile& {
+    OnChipTile& bank = banks.next();
+    Completion last;
+    for (int64_t kt = 0; kt * t.k < depth; ++kt) {
+      const auto kr = static_cast<uint32_t>(std::min<int64_t>(t.k, depth - kt * t.k));
+      Completions after = as.access.before_read() + bs.access.before_read();
+      if (kt == 0) after.add(bank.access.before_write());
+      last = ops.matmul(bank.offset, kr, mr, nr, as.offset + (kt * plan.a_stride + i * t.m) * es,
+                        bs.offset + (kt * plan.b_stride + j * t.n) * es, kt == 0,
+                        (kt + 1) * t.k >= depth, after,
+                        fmt::format("mm r{} c{} k{}", m0, n0, k0 + kt * t.k));
+      as.access.read(last);
+      bs.access.read(last);
+    }
+    bank.access.wrote(last);
+    return bank;
+  };
   // Evacuation alternates ScalarE and VectorE so that neither holds TensorE back when K is
   // small; each engine stores what it evacuated on a queue of its own (in-order completion).
   uint64_t groups = 0;
@@ -488,20 +511,7 @@ LoweredKernel lower_matmul(const Workload& w, const config::ArchConfig& arch, bo
             for (int64_t j = 0; j * t.n < bnr; ++j) {
               const int64_t n0 = n0b + j * t.n;
               const auto nr = static_cast<uint32_t>(std::min<int64_t>(t.n, bnr - j * t.n));
-              OnChipTile& bank = banks.next();
-              Completion last;
-              for (int64_t kt = 0; kt * t.k < K; ++kt) {
-                const auto kr = static_cast<uint32_t>(std::min<int64_t>(t.k, K - kt * t.k));
-                Completions after = as.access.before_read() + bs.access.before_read();
-                if (kt == 0) after.add(bank.access.before_write());
-                last = ops.matmul(
-                    bank.offset, kr, mr, nr, as.offset + (kt * plan.a_stride + i * t.m) * es,
-                    bs.offset + (kt * plan.b_stride + j * t.n) * es, kt == 0, (kt + 1) * t.k >= K,
-                    after, fmt::format("mm r{} c{} k{}", m0, n0, kt * t.k));
-                as.access.read(last);
-                bs.access.read(last);
-              }
-              bank.access.wrote(last);
+              OnChipTile& bank = accumulate_group(as, bs, i, j, m0, mr, n0, nr, 0, K);
               evacuate_and_store(bank, m0, mr, n0, nr);
             }
           }
@@ -539,21 +549,7 @@ LoweredKernel lower_matmul(const Workload& w, const config::ArchConfig& arch, bo
               for (int64_t i = 0; i * t.m < bmr; ++i) {
                 const int64_t m0 = m0b + i * t.m;
                 const auto mr = static_cast<uint32_t>(std::min<int64_t>(t.m, bmr - i * t.m));
-                OnChipTile& bank = banks.next();
-                Completion last;
-                for (int64_t kt = 0; kt * t.k < bkr; ++kt) {
-                  const auto kr = static_cast<uint32_t>(std::min<int64_t>(t.k, bkr - kt * t.k));
-                  Completions after = as.access.before_read() + bs.access.before_read();
-                  if (kt == 0) after.add(bank.access.before_write());
-                  last = ops.matmul(bank.offset, kr, mr, nr,
-                                    as.offset + (kt * plan.a_stride + i * t.m) * es,
-                                    bs.offset + (kt * plan.b_stride + j * t.n) * es, kt == 0,
-                                    (kt + 1) * t.k >= bkr, after,
-                                    fmt::format("mm r{} c{} k{}", m0, n0, k0b + kt * t.k));
-                  as.access.read(last);
-                  bs.access.read(last);
-                }
-                bank.access.wrote(last);
+                OnChipTile& bank = accumulate_group(as, bs, i, j, m0, mr, n0, nr, k0b, bkr);
                 RegionAccesses& res = result[static_cast<size_t>(m0 / t.m)];
                 const uint64_t at = acc_base + ((m0 / t.m) * plan.bn + j * t.n) * es;
                 const Completion done =
