@@ -44,6 +44,20 @@ void remove_stale_points(const std::string& out_dir, const std::vector<Point>& p
 
 }  // namespace
 
+bool every_rank_read_its_inputs(const std::string& error, SweepComm& comm) {
+  const std::vector<std::string> errors = comm.gather(error);
+  int status = kSuccess;
+  if (comm.rank() == 0) {
+    for (size_t r = 0; r < errors.size(); ++r) {
+      if (errors[r].empty()) continue;
+      spdlog::error("{}{}", r > 0 ? fmt::format("rank {}: ", r) : "", errors[r]);
+      status = kBadInput;
+      break;
+    }
+  }
+  return comm.broadcast(status) == kSuccess;
+}
+
 int sweep(const SweepOptions& o, SweepComm& comm) {
   const int rank = comm.rank(), ranks = comm.size();
   SweepSpec spec;
@@ -72,17 +86,7 @@ int sweep(const SweepOptions& o, SweepComm& comm) {
     error = fmt::format("{}: {}", o.file, e.what());
   }
   // Every rank read the file; if any could not, none runs anything.
-  const std::vector<std::string> errors = comm.gather(error);
-  int status = kSuccess;
-  if (rank == 0) {
-    for (size_t r = 0; r < errors.size(); ++r) {
-      if (errors[r].empty()) continue;
-      spdlog::error("{}{}", r > 0 ? fmt::format("rank {}: ", r) : "", errors[r]);
-      status = kBadInput;
-      break;
-    }
-  }
-  if (comm.broadcast(status) != kSuccess) return kBadInput;
+  if (!every_rank_read_its_inputs(error, comm)) return kBadInput;
 
   std::vector<size_t> mine;
   for (size_t i = 0; i < points.size(); ++i) {

@@ -35,6 +35,14 @@ class SweepComm {
   virtual std::string broadcast_text(const std::string& text) { return text; }
 };
 
+// Every rank's `error` (empty: it read its inputs) reaches rank 0, which logs the first one;
+// true on every rank when none had one. Collective: sweep and tune call it before any point.
+bool every_rank_read_its_inputs(const std::string& error, SweepComm& comm);
+
+// A child trnsim's error output as one line: "trnsim: error: " prefixes and usage lines
+// dropped, lines joined with " | ", at most 600 characters (a failed sweep or tune point).
+std::string child_error_line(const std::string& err);
+
 // Exit code: 0 every point ran, 1 some point failed (or failed its functional check), 2 a bad
 // sweep file or option (nothing ran).
 int sweep(const SweepOptions& options, SweepComm& comm);

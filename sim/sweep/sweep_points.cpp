@@ -54,25 +54,6 @@ void replace_all(std::string& text, const std::string& from, const std::string& 
   }
 }
 
-// The child's error output as one line: "trnsim: error: " prefixes dropped, lines joined.
-std::string error_line(const std::string& err) {
-  std::string out;
-  size_t from = 0;
-  while (from < err.size()) {
-    size_t nl = err.find('\n', from);
-    if (nl == std::string::npos) nl = err.size();
-    std::string line = err.substr(from, nl - from);
-    from = nl + 1;
-    for (const char* prefix : {"trnsim: error: ", "trnsim: warning: "}) {
-      if (line.rfind(prefix, 0) == 0) line = line.substr(std::strlen(prefix));
-    }
-    if (line.empty() || line.rfind("usage:", 0) == 0 || line.rfind("       ", 0) == 0) continue;
-    out += (out.empty() ? "" : " | ") + line;
-  }
-  if (out.size() > 600) out = out.substr(0, 597) + "...";
-  return out;
-}
-
 // Metric `id` of a stats.json as written, or null: read through the metric table, where an
 // undeclared id throws.
 json number_or_null(const json& stats, const std::string& id) {
@@ -357,7 +338,7 @@ std::map<size_t, json> run_points(const SweepSpec& s, const std::vector<Point>& 
     std::string error;
     if (WIFEXITED(status)) {
       code = WEXITSTATUS(status);
-      if (code != 0) error = error_line(read_text(f.err));
+      if (code != 0) error = child_error_line(read_text(f.err));
       if (code == 126 || code == 127) {
         error = error.empty() ? "the trnsim binary could not be started" : error;
       }
@@ -389,3 +370,25 @@ std::map<size_t, json> run_points(const SweepSpec& s, const std::vector<Point>& 
 }
 
 }  // namespace trnsim::sim::sweep_internal
+
+namespace trnsim::sim {
+
+std::string child_error_line(const std::string& err) {
+  std::string out;
+  size_t from = 0;
+  while (from < err.size()) {
+    size_t nl = err.find('\n', from);
+    if (nl == std::string::npos) nl = err.size();
+    std::string line = err.substr(from, nl - from);
+    from = nl + 1;
+    for (const char* prefix : {"trnsim: error: ", "trnsim: warning: "}) {
+      if (line.rfind(prefix, 0) == 0) line = line.substr(std::strlen(prefix));
+    }
+    if (line.empty() || line.rfind("usage:", 0) == 0 || line.rfind("       ", 0) == 0) continue;
+    out += (out.empty() ? "" : " | ") + line;
+  }
+  if (out.size() > 600) out = out.substr(0, 597) + "...";
+  return out;
+}
+
+}  // namespace trnsim::sim

@@ -224,17 +224,7 @@ int tune(const TuneOptions& o, SweepComm& comm) {
     error = fmt::format("{}: {}", o.workload, e.what());
   }
   // Every rank read the inputs; if any could not, none runs anything.
-  const std::vector<std::string> errors = comm.gather(error);
-  int status = kSuccess;
-  if (rank == 0) {
-    for (size_t r = 0; r < errors.size(); ++r) {
-      if (errors[r].empty()) continue;
-      spdlog::error("{}{}", r > 0 ? fmt::format("rank {}: ", r) : "", errors[r]);
-      status = kBadInput;
-      break;
-    }
-  }
-  if (comm.broadcast(status) != kSuccess) return kBadInput;
+  if (!every_rank_read_its_inputs(error, comm)) return kBadInput;
 
   const TuneSpace& space = target->space();
   t.space = &space;

@@ -264,25 +264,6 @@ void track(pid_t pid, bool running) {
   }
 }
 
-// The child's error output as one line, without trnsim's prefixes.
-std::string error_line(const std::string& err) {
-  std::string out;
-  size_t from = 0;
-  while (from < err.size()) {
-    size_t nl = err.find('\n', from);
-    if (nl == std::string::npos) nl = err.size();
-    std::string line = err.substr(from, nl - from);
-    from = nl + 1;
-    for (const char* prefix : {"trnsim: error: ", "trnsim: warning: "}) {
-      if (line.rfind(prefix, 0) == 0) line = line.substr(std::strlen(prefix));
-    }
-    if (line.empty() || line.rfind("usage:", 0) == 0 || line.rfind("       ", 0) == 0) continue;
-    out += (out.empty() ? "" : " | ") + line;
-  }
-  if (out.size() > 600) out = out.substr(0, 597) + "...";
-  return out;
-}
-
 }  // namespace
 
 std::unique_ptr<Target> workload_target(const std::string& file, const std::string& arch_arg,
@@ -355,7 +336,7 @@ std::vector<ChildResult> run_children(const std::string& exe, const std::vector<
     ChildResult& r = results[i];
     if (WIFEXITED(status)) {
       r.exit_code = WEXITSTATUS(status);
-      if (r.exit_code != 0) r.error = error_line(read_text(runs[i].dir + "/stderr.txt"));
+      if (r.exit_code != 0) r.error = child_error_line(read_text(runs[i].dir + "/stderr.txt"));
       if ((r.exit_code == 126 || r.exit_code == 127) && r.error.empty()) {
         r.error = "the trnsim binary could not be started";
       }

@@ -17,19 +17,6 @@ isa::Instruction make_instruction(isa::Opcode op, Engine e, std::string label) {
 
 namespace {
 
-std::string did_you_mean(const std::string& word, const std::vector<std::string>& known) {
-  const std::string near = closest_name(word, known);
-  return near.empty() ? "" : fmt::format(" (did you mean \"{}\"?)", near);
-}
-
-std::string quoted_list(const std::vector<std::string>& names) {
-  std::string out;
-  for (size_t i = 0; i < names.size(); ++i) {
-    out += (i == 0 ? "" : i + 1 == names.size() ? " or " : ", ") + ("\"" + names[i] + "\"");
-  }
-  return out;
-}
-
 std::string choice_at(const Workload& w, const std::string& where, const nlohmann::json& v,
                       const std::vector<std::string>& allowed) {
   if (v.is_string()) {
@@ -266,6 +253,19 @@ void run_pipeline(const std::vector<int64_t>& steps, const std::vector<PipelineS
       if (i >= 0) s.emit(i);
     }
   }
+}
+
+std::string did_you_mean(const std::string& word, const std::vector<std::string>& known) {
+  const std::string near = closest_name(word, known);
+  return near.empty() ? "" : fmt::format(" (did you mean \"{}\"?)", near);
+}
+
+std::string quoted_list(const std::vector<std::string>& names) {
+  std::string out;
+  for (size_t i = 0; i < names.size(); ++i) {
+    out += (i == 0 ? "" : i + 1 == names.size() ? " or " : ", ") + ("\"" + names[i] + "\"");
+  }
+  return out;
 }
 
 }  // namespace trnsim::workloads

@@ -120,6 +120,11 @@ class SyncTracker {
   uint64_t waits_ = 0, dropped_ = 0;
 };
 
+// " (did you mean \"x\"?)" for the name of `known` closest to `word`, or "" (error messages).
+std::string did_you_mean(const std::string& word, const std::vector<std::string>& known);
+// "a", "b" or "c", each quoted (error messages).
+std::string quoted_list(const std::vector<std::string>& names);
+
 // A software pipeline: stage k handles item i at step i + lag_k; steps run in order and, within
 // a step, the stages in the order given. The order is the emission order for a SyncTracker, and
 // per engine it is the stream order: a stage with a smaller lag runs ahead on its engine.

@@ -1,5 +1,7 @@
 #include "workloads/kernels/param_space.hpp"
 
+#include "workloads/kernels/kernel_support.hpp"
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -29,19 +31,6 @@ const char* name_of(ParamRole role) {
 }
 
 namespace {
-
-std::string did_you_mean(const std::string& word, const std::vector<std::string>& known) {
-  const std::string near = closest_name(word, known);
-  return near.empty() ? "" : fmt::format(" (did you mean \"{}\"?)", near);
-}
-
-std::string quoted_list(const std::vector<std::string>& names) {
-  std::string out;
-  for (size_t i = 0; i < names.size(); ++i) {
-    out += (i == 0 ? "" : i + 1 == names.size() ? " or " : ", ") + ("\"" + names[i] + "\"");
-  }
-  return out;
-}
 
 std::string with_value(std::string text, const json& v) {
   const std::string got = v.dump();
