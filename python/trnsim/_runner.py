@@ -133,38 +133,8 @@ def run_program(program, inputs, fetch=(), out_dir=None, timing_only=False, repo
         encoded[name] = (data, raw)
     options = {"out": directory, "timing_only": bool(timing_only), "report": bool(report and keep),
                "arch": arch, "sets": list(sets), "fetch": list(fetch) if not timing_only else []}
-    r, w = os.pipe()
-    pid = os.fork()
-    if pid == 0:  # the child: one simulation, then exit without running Python's teardown
-        os.close(r)
-        code = 0
-        try:
-            result = _native.run(program, encoded, options)
-            payload = pickle.dumps(("ok", result))
-        except BaseException as e:  # noqa: B902 - everything goes back to the parent
-            payload = pickle.dumps(("error", f"{type(e).__name__}: {e}"))
-            code = 3
-        view = memoryview(payload)
-        while view:
-            n = os.write(w, view)
-            view = view[n:]
-        os.close(w)
-        os._exit(code)
-    os.close(w)
-    chunks = []
-    with os.fdopen(r, "rb") as f:
-        while True:
-            b = f.read(1 << 20)
-            if not b:
-                break
-            chunks.append(b)
-    _, status = os.waitpid(pid, 0)
     try:
-        if not chunks:
-            raise SimulationError(f"the simulation process died (wait status {status})")
-        kind, result = pickle.loads(b"".join(chunks))
-        if kind == "error":
-            raise SimulationError(result)
+        result = _in_child(lambda: _native.run(program, encoded, options))
         if result["exit_code"] == 2:
             raise SimulationError(result["error"] or "the simulation rejected the program")
         import json
