@@ -285,7 +285,9 @@ bool numpy_has(isa::DType t) {
   return !(t == isa::DType::bf16 || isa::is_fp8(t));
 }
 
-py::dict run(const PyProgram& p, const py::dict& inputs, const py::dict& options) {
+// SystemC runs one simulation per process: the first run() or run_workload() claims this one
+// (a second of either is refused); the run's warnings and errors go to `errors`.
+void claim_process_for_simulation(std::ostringstream& errors) {
   static bool ran = false;
   if (ran) {
     throw std::runtime_error(
@@ -294,12 +296,16 @@ py::dict run(const PyProgram& p, const py::dict& inputs, const py::dict& options
   }
   ran = true;
   setenv("SYSTEMC_DISABLE_COPYRIGHT_MESSAGE", "1", 1);
-  std::ostringstream errors;
   auto sink = std::make_shared<spdlog::sinks::ostream_sink_mt>(errors);
   auto logger = std::make_shared<spdlog::logger>("trnsim", sink);
   logger->set_pattern("%v");
   spdlog::set_default_logger(logger);
   spdlog::set_level(spdlog::level::warn);
+}
+
+py::dict run(const PyProgram& p, const py::dict& inputs, const py::dict& options) {
+  std::ostringstream errors;
+  claim_process_for_simulation(errors);
 
   sim::RunOptions o;
   o.out = options["out"].cast<std::string>();
@@ -358,19 +364,8 @@ py::dict run(const PyProgram& p, const py::dict& inputs, const py::dict& options
 
 // Runs a workload file exactly as `trnsim FILE` does (once per process, like run()).
 py::dict run_workload(const std::string& path, const py::dict& options) {
-  static bool ran = false;
-  if (ran) {
-    throw std::runtime_error(
-        "SystemC runs one simulation per process: run each simulation in a process of its own");
-  }
-  ran = true;
-  setenv("SYSTEMC_DISABLE_COPYRIGHT_MESSAGE", "1", 1);
   std::ostringstream errors;
-  auto sink = std::make_shared<spdlog::sinks::ostream_sink_mt>(errors);
-  auto logger = std::make_shared<spdlog::logger>("trnsim", sink);
-  logger->set_pattern("%v");
-  spdlog::set_default_logger(logger);
-  spdlog::set_level(spdlog::level::warn);
+  claim_process_for_simulation(errors);
   sim::RunOptions o;
   o.workload = path;
   o.out = options["out"].cast<std::string>();
