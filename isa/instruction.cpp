@@ -17,8 +17,8 @@ constexpr uint8_t kAny = kPE | kDVE | kACT | kPOOL | kSP;
 constexpr std::array<OpcodeInfo, kOpcodeCount> kTable = {{
     {Opcode::dma_copy, "dma_copy", "DMA", kAny, "dst, src (HBM, SBUF or PSUM on either side)",
      "copies src to dst through a DMA queue; the queue's semaphore rises by the DMA engines used",
-     "dma_trigger_cycles on the issuing engine; the transfer: descriptors over the DMA engines",
-     "D1, D2; trigger: assumption"},
+     "dma_trigger_ns on the issuing engine; the transfer: descriptors over the DMA engines",
+     "D1, D2"},
     {Opcode::dma_transpose, "dma_transpose", "DMA_TRANSPOSE", kAny,
      "dst [F x P], src [P x F] (2-D)", "dst[j, i] = src[i, j] through a DMA queue",
      "as dma_copy, at 90% of copy bandwidth from HBM, 50% SBUF to SBUF", "A2, section 3"},

@@ -35,7 +35,7 @@ namespace {
 
 trnsim::config::ArchConfig flow_arch() {
   // Fixed rule figures, as tests/contract/dma_hbm_rules.cpp's: 27 B/ns, 27 ns per descriptor,
-  // 1.3 us start latency and no per-engine setup, no channel hash.
+  // 1.3 us start latency (the rule arch of dma_hbm_rules) and no per-engine setup, no channel hash.
   auto arch = trnsim::config::trn2();
   arch.dma_engine_bytes_per_ns = 27.0;
   arch.dma_descriptor_overhead_ns = 27.0;

@@ -8,8 +8,8 @@
 //     among that engine's signalling instructions; a DMA transfer when its queue's semaphore
 //     reaches the running total of DMA engines of the queue's transfers (D1);
 //   - a wait is left out when the engine's own stream order implies it, or when the engine
-//     already waited for that semaphore to reach as much (each wait costs the engine
-//     arch.dependent_overhead_cycles);
+//     already waited for that semaphore to reach as much (a wait met by a late update costs
+//     the engine the semaphore's wake latency, pipeline.semaphore_*_ns);
 //   - finish() keeps updates only on the instructions someone waits for, and renumbers.
 #pragma once
 

@@ -79,8 +79,9 @@ inline Signal before(const std::vector<Signal>& signals, int64_t i) {
 // need, and no more: a dependency is dropped when the engine already knows it is met (its own
 // stream order, or what the signals it waited for knew when they were raised), as a compiler
 // does (isa/synchronize.cpp computes the same from memory regions, in quadratic time; here the
-// kernel names its dependencies, so this is linear). Each wait costs the waiting instruction
-// dependent_overhead_cycles, so the ones left out are time saved.
+// kernel names its dependencies, so this is linear). Each wait met late costs the waiting
+// instruction the semaphore's wake latency (pipeline.semaphore_*_ns), so fewer waits is fewer
+// chances to pay it.
 //
 // Instructions must be emitted in an order where every signal waited for was emitted earlier
 // (any interleaving of the engines' streams that respects the dependencies); a wait for a signal
