@@ -25,6 +25,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <ctime>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <map>
@@ -317,6 +318,11 @@ double number(const json& j, const char* key) {
 void remove_outputs(const std::string& dir, const std::string& stderr_file) {
   for (const char* f : {"perf.json", "stats.json", "trace.json", "report.html"}) {
     std::remove((dir + "/" + f).c_str());
+  }
+  // A functional graph run also writes its outputs as <name>.npy (32 MiB for the decoder layer).
+  std::error_code ec;
+  for (const auto& e : std::filesystem::directory_iterator(dir, ec)) {
+    if (e.path().extension() == ".npy") std::filesystem::remove(e.path(), ec);
   }
   ::rmdir(dir.c_str());
   std::remove(stderr_file.c_str());

@@ -17,14 +17,18 @@ std::string root() {
   return std::string(TRNSIM_SOURCE_DIR);
 }
 
-// Every example workload; examples/sweeps/ holds sweep files (docs/sweeps.md), not workloads.
+// Every example workload; examples/sweeps/ holds sweep files (docs/sweeps.md), not workloads, and
+// examples/scale/ full-size models that bench/ measures (seconds each, too slow for the suite;
+// decoder_layer_small.json is their golden-counted reduced size).
 std::vector<std::filesystem::path> examples() {
   std::vector<std::filesystem::path> out;
   const std::string sweeps = root() + "/workloads/examples/sweeps";
+  const std::string scale = root() + "/workloads/examples/scale";
   for (const auto& e :
        std::filesystem::recursive_directory_iterator(root() + "/workloads/examples")) {
     const auto ext = e.path().extension();
     if (e.path().string().rfind(sweeps, 0) == 0) continue;
+    if (e.path().string().rfind(scale, 0) == 0) continue;
     if (e.is_regular_file() && (ext == ".json" || ext == ".tasm")) out.push_back(e.path());
   }
   std::sort(out.begin(), out.end());

@@ -132,3 +132,35 @@ TEST_CASE("trnsim compare shows the three RMSNorm paths side by side with each o
   CHECK(runs[0]["kernel_launches"] == 6);
   CHECK(trnsim_test::trnsim("compare " + dir + "/nothing", dir).exit_code == 2);
 }
+
+// The reduced-size Llama decoder layer of the library (scripts/decoder-layers; its full-size
+// versions are in workloads/examples/scale/, measured by bench/): every op of the layer
+// (RMSNorm, Q/K/V projections, RoPE by slices, neg, cat and fused row ops, permutes, causal
+// flash attention, output projection, residual adds, SwiGLU MLP) runs functionally and its
+// output matches the graph's double-precision reference. In fp32, so that the check's
+// tolerance (1e-4 + 1e-3 |ref|) is tight: in bf16 a few of the 65,536 outputs drift past the
+// per-element bf16 tolerance through the chain of a dozen stored roundings (docs/workloads.md).
+TEST_CASE("the small Llama decoder layer runs every op and matches the reference") {
+  const std::string dir = fresh_dir("graph_decoder_small");
+  std::string text = slurp(example("decoder_layer_small.json"));
+  const auto at = text.find("\"dtype\": \"bf16\"");
+  REQUIRE(at != std::string::npos);
+  text.replace(at, 15, "\"dtype\": \"fp32\"");
+  const std::string w = write_file(dir, "decoder_fp32.json", text);
+  const Invocation r = trnsim_test::trnsim(w + " --no-report --out " + dir + "/out", dir);
+  INFO(r.out << r.err);
+  REQUIRE(r.exit_code == 0);
+  CHECK_THAT(r.out, Contains("check: PASS") && Contains("layers.0.y.npy"));
+  const auto stats = read_json(dir + "/out/stats.json");
+  std::set<std::string> ops;
+  for (const auto& k : stats["choices"]["kernels"]) {
+    for (const auto& op : k["ops"]) ops.insert(op.get<std::string>());
+  }
+  for (const char* op : {"pow", "mean", "rsqrt", "matmul", "slice", "neg", "cat", "permute",
+                         "scaled_dot_product_attention", "silu", "mul", "add"}) {
+    INFO(op);
+    CHECK(ops.count(op) == 1);
+  }
+  const auto y = trnsim::workloads::parse_npy(slurp(dir + "/out/layers.0.y.npy"));
+  CHECK(y.shape == std::vector<int64_t>{256, 256});
+}

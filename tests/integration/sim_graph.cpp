@@ -118,3 +118,23 @@ TEST_CASE("layer_norm and softmax ops run their library kernels and match the re
       R"({"op": "layer_norm", "args": ["x", "g", "b"], "out": "l"},
          {"op": "softmax", "args": ["l"], "dim": -1, "out": "y"})")));
 }
+TEST_CASE("causal scaled_dot_product_attention runs the flash kernel and matches the reference") {
+  // 2 x 2 heads of 200 queries (a partial query block) and head_dim 64.
+  require_pass(run_graph(graph_json(
+      "compile",
+      R"("q": {"shape": [2, 2, 200, 64]}, "k": {"shape": [2, 2, 200, 64]},
+         "v": {"shape": [2, 2, 200, 64]})",
+      R"({"op": "scaled_dot_product_attention", "args": ["q", "k", "v"], "is_causal": true,
+          "out": "y"})")));
+}
+TEST_CASE("scaled_dot_product_attention after a projection and a permute matches the reference") {
+  // Not causal; q from a matmul, so its input is a stored intermediate (rounded to bf16).
+  require_pass(
+      run_graph(graph_json("compile",
+                           R"("x": {"shape": [256, 128]}, "w": {"shape": [128, 128], "std": 0.088},
+         "k": {"shape": [2, 256, 64]}, "v": {"shape": [2, 256, 64]})",
+                           R"({"op": "matmul", "args": ["x", "w"], "out": "q2"},
+         {"op": "reshape", "args": ["q2"], "shape": [256, 2, 64], "out": "q3"},
+         {"op": "permute", "args": ["q3"], "dims": [1, 0, 2], "out": "q"},
+         {"op": "scaled_dot_product_attention", "args": ["q", "k", "v"], "out": "y"})")));
+}

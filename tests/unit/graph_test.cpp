@@ -291,3 +291,70 @@ TEST_CASE("npy: a header that is not numpy's dict of descr, fortran_order and sh
                       "4294967296, 4294967296), }"),
              Contains("shape too large"));
 }
+
+TEST_CASE("scaled_dot_product_attention: one library kernel over the leading dimensions' heads") {
+  const std::string inputs =
+      R"("q": {"shape": [2, 3, 256, 64]}, "k": {"shape": [2, 3, 256, 64]},
+         "v": {"shape": [2, 3, 256, 64]}, "w": {"shape": [2, 3, 128, 64]},
+         "f": {"shape": [2, 3, 256, 64], "dtype": "fp32"})";
+  const std::string sdpa =
+      R"({"op": "scaled_dot_product_attention", "args": ["q", "k", "v"], "is_causal": true,
+          "out": "y"})";
+  const Workload w = parse(graph_json("compile", inputs, sdpa));
+  REQUIRE(w.graph);
+  CHECK(w.graph->ops[0].causal);
+  CHECK(w.graph->ops[0].out.shape == std::vector<int64_t>{2, 3, 256, 64});
+  CHECK(kernels_of(graph_json("compile", inputs, sdpa)) == 1);
+  // The kernel sees 6 heads of [256, 64], causal: half of 4 * heads * seq^2 * head_dim.
+  const LoweredKernel k = lower(w, config::trn2(), false);
+  CHECK(k.model_flops == 4ull * 6 * 256 * 256 * 64 / 2);
+  CHECK(k.choices["kernels"][0]["choices"]["causal"] == true);
+
+  CHECK_THAT(error_of(graph_json(
+                 "eager", inputs,
+                 R"({"op": "scaled_dot_product_attention", "args": ["q", "w", "v"], "out": "y"})")),
+             Contains("/ops/0/args/1") && Contains("one shape and dtype"));
+  CHECK_THAT(error_of(graph_json(
+                 "eager", inputs,
+                 R"({"op": "scaled_dot_product_attention", "args": ["q", "k", "f"], "out": "y"})")),
+             Contains("/ops/0/args/2"));
+  CHECK_THAT(error_of(graph_json("eager", inputs,
+                                 R"({"op": "scaled_dot_product_attention", "args": ["q", "k", "v"],
+                                     "is_causal": 1, "out": "y"})")),
+             Contains("/ops/0/is_causal") && Contains("true or false"));
+  CHECK_THAT(error_of(graph_json(
+                 "eager", inputs,
+                 R"({"op": "scaled_dot_product_attention", "args": ["q", "k"], "out": "y"})")),
+             Contains("takes 3 arguments"));
+  // head_dim over the 128 partitions: the kernel's own limit, named at the op.
+  CHECK_THAT(error_of(graph_json(
+                 "eager", R"("q": {"shape": [2, 128, 256]}, "k": {"shape": [2, 128, 256]},
+                      "v": {"shape": [2, 128, 256]})",
+                 R"({"op": "scaled_dot_product_attention", "args": ["q", "k", "v"], "out": "y"})")),
+             Contains("/ops/0") && Contains("the attention kernel cannot run this op"));
+}
+
+TEST_CASE("the graph reference of scaled_dot_product_attention is the attention kernel's") {
+  // One head of 3 queries: causal softmax(q k^T / sqrt(d)) v by hand for the first two rows.
+  const Workload w = parse(graph_json(
+      "eager",
+      R"("q": {"shape": [1, 3, 2], "init": "arange"}, "k": {"shape": [1, 3, 2], "init": "ones"},
+         "v": {"shape": [1, 3, 2], "init": "arange"})",
+      R"({"op": "scaled_dot_product_attention", "args": ["q", "k", "v"], "is_causal": true,
+          "out": "y"})"));
+  std::vector<std::vector<float>> in;
+  for (const GraphInput& i : w.graph->inputs) {
+    in.push_back(i.tensor.name == "k" ? std::vector<float>{1, 1, 1, 1, 1, 1}
+                                      : std::vector<float>{0, 1, 2, 3, 4, 5});
+  }
+  const GraphValues v = evaluate_graph(*w.graph, in, {});
+  const std::vector<double>& y = *v.find("y");
+  // Row 0 sees key 0 alone: v[0]. Row 1 sees keys 0 and 1 with equal scores (k is all ones):
+  // the mean of v[0] and v[1].
+  CHECK(y[0] == Approx(0.0));
+  CHECK(y[1] == Approx(1.0));
+  CHECK(y[2] == Approx(1.0));
+  CHECK(y[3] == Approx(2.0));
+  CHECK(y[4] == Approx(2.0));  // the mean of v's rows 0..2: (0 + 2 + 4) / 3
+  CHECK(y[5] == Approx(3.0));
+}

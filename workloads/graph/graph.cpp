@@ -8,6 +8,7 @@
 #include <map>
 
 #include "base/names.hpp"
+#include "workloads/kernels/attention.hpp"
 #include "workloads/kernels/kernel.hpp"
 
 namespace trnsim::workloads {
@@ -56,6 +57,7 @@ const std::vector<OpInfo>& op_table() {
       {"softmax", OpKind::kernel, 1, 0, {"dim"}},
       {"rms_norm", OpKind::kernel, 1, 1, {"eps", "normalized_shape"}},
       {"layer_norm", OpKind::kernel, 1, 2, {"eps", "normalized_shape"}},
+      {"scaled_dot_product_attention", OpKind::kernel, 3, 0, {"is_causal"}},
       {"to", OpKind::unary, 1, 0, {}},
       {"reshape", OpKind::view, 1, 0, {"shape"}},
       {"view", OpKind::view, 0, 1, {}},
@@ -614,6 +616,28 @@ struct Parser {
     } else if (op.op == "softmax") {
       last_dim_attr(v, where, x, "dim");
       op.out.shape = x.shape;
+    } else if (op.op == "scaled_dot_product_attention") {
+      // PyTorch's F.scaled_dot_product_attention(q, k, v, is_causal=...): q, k and v of one
+      // shape [..., heads, seq, head_dim] and dtype, scale 1/sqrt(head_dim); the flash
+      // attention kernel of the library, its heads the product of the leading dimensions.
+      for (size_t i = 1; i < 3; ++i) {
+        const GraphTensor& t = tensor(op.args[i].tensor, fmt::format("{}/args/{}", where, i));
+        if (t.shape != x.shape || t.dtype != x.dtype) {
+          fail(fmt::format("{}/args/{}", where, i),
+               fmt::format("q, k and v must have one shape and dtype: q is {} {}, got {} {}",
+                           isa::name_of(x.dtype), shape_text(x.shape), isa::name_of(t.dtype),
+                           shape_text(t.shape)));
+        }
+      }
+      if (x.shape.size() < 2) {
+        fail(where + "/args/0",
+             fmt::format("expected [..., seq, head_dim], got {}", shape_text(x.shape)));
+      }
+      if (v.contains("is_causal")) {
+        if (!v["is_causal"].is_boolean()) fail(where + "/is_causal", "expected true or false");
+        op.causal = v["is_causal"].get<bool>();
+      }
+      op.out.shape = x.shape;
     } else {  // rms_norm, layer_norm
       op.eps = op.op == "rms_norm" ? 1e-6 : 1e-5;
       if (v.contains("eps")) {
@@ -993,6 +1017,19 @@ GraphValues evaluate_graph(const Graph& g, const std::vector<std::vector<float>>
       for (int64_t r = 0; r < rows; ++r) {
         for (int64_t c = 0; c < cols; ++c) out[c * rows + r] = x[r * cols + c];
       }
+    } else if (op.op == "scaled_dot_product_attention") {
+      // The library kernel's reference, head by head; q, k and v are stored in HBM by the
+      // kernels that made them, so they hold dtype-rounded values that fp32 keeps exactly.
+      const int64_t seq = x0.shape[x0.shape.size() - 2], d = x0.shape.back();
+      const int64_t heads = static_cast<int64_t>(out.size()) / (seq * d);
+      auto as_float = [&](const GraphArg& a) {
+        const auto& t = get(a.tensor);
+        return std::vector<float>(t.begin(), t.end());
+      };
+      const std::vector<float> o =
+          attention_reference(as_float(op.args[0]), as_float(op.args[1]), as_float(op.args[2]),
+                              heads, seq, d, op.causal);
+      std::copy(o.begin(), o.end(), out.begin());
     } else {  // softmax, rms_norm, layer_norm: along the last dimension
       const auto& x = get(op.args[0].tensor);
       const int64_t h = x0.shape.back();

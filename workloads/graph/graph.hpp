@@ -46,7 +46,8 @@ enum class OpKind {
   unary,      // elementwise function of one tensor
   binary,     // elementwise, with broadcasting
   reduction,  // along the last dimension
-  kernel,     // a kernel of its own (matmul, transpose, softmax, rms_norm, layer_norm)
+  kernel,     // a kernel of its own (matmul, transpose, softmax, rms_norm, layer_norm,
+              // scaled_dot_product_attention)
   view,       // another shape for the same data (reshape), or a view op's dispatch alone
               // (view: metadata, no output): no kernel, no data moved
   copy,       // data movement by DMA alone (permute, slice, cat, clone): a kernel of its own
@@ -65,6 +66,7 @@ struct GraphOp {
   std::string approximate = "none";
   int strategy = 3;
   bool transpose_b = false;   // matmul: b given as [..., N, K]
+  bool causal = false;        // scaled_dot_product_attention: is_causal
   std::vector<int64_t> dims;  // permute: the output's dimensions in the input's numbering
   int64_t dim = 0;            // slice, cat: the dimension (non-negative)
   int64_t start = 0, end = 0, step = 1;  // slice

@@ -911,7 +911,8 @@ isa::Program copy_kernel(const Graph& g, const GraphOp& op, const config::ArchCo
   return compiler::synchronize(seq, std::move(p), arch);
 }
 
-// The kernel form of a library op (rms_norm, layer_norm, softmax, matmul): what its kernel of
+// The kernel form of a library op (rms_norm, layer_norm, softmax, matmul,
+// scaled_dot_product_attention): what its kernel of
 // the library lowers.
 Workload library_workload(const Workload& w, const Graph& g, const GraphOp& op) {
   const GraphTensor& x = *g.find(op.args[0].tensor);
@@ -922,10 +923,12 @@ Workload library_workload(const Workload& w, const Graph& g, const GraphOp& op) 
   sub.seed = w.seed;
   int64_t rows = 1;
   for (size_t i = 0; i + 1 < x.shape.size(); ++i) rows *= x.shape[i];
-  const std::map<std::string, std::string> library = {{"rms_norm", "rmsnorm"},
-                                                      {"layer_norm", "layernorm"},
-                                                      {"softmax", "softmax"},
-                                                      {"matmul", "matmul"}};
+  const std::map<std::string, std::string> library = {
+      {"rms_norm", "rmsnorm"},
+      {"layer_norm", "layernorm"},
+      {"softmax", "softmax"},
+      {"matmul", "matmul"},
+      {"scaled_dot_product_attention", "attention"}};
   sub.kernel = library.at(op.op);
   if (op.op == "matmul") {
     // [..., M, K] @ [..., K, N] (or [..., N, K]): the batches one after another in one kernel.
@@ -939,6 +942,10 @@ Workload library_workload(const Workload& w, const Graph& g, const GraphOp& op) 
       sub.options["b_batched"] = b.shape.size() > 2;
     }
     if (op.transpose_b) sub.options["b_layout"] = "nk";
+  } else if (op.op == "scaled_dot_product_attention") {
+    const int64_t seq = x.shape[x.shape.size() - 2];
+    sub.shape = {rows / seq, seq, x.shape.back()};
+    sub.options = {{"causal", op.causal}};
   } else {
     sub.shape = {rows, x.shape.back()};
     sub.eps = op.eps;
@@ -976,6 +983,9 @@ LibraryKernel library_kernel(const Workload& w, const Graph& g, const GraphOp& o
   if (op.op == "matmul") {
     const GraphTensor& b = *g.find(op.args[1].tensor);
     k.binding = {{"a", x.name}, {op.transpose_b ? "b_t" : "b", b.name}, {"c", op.out.name}};
+  } else if (op.op == "scaled_dot_product_attention") {
+    k.binding = {
+        {"q", x.name}, {"k", op.args[1].tensor}, {"v", op.args[2].tensor}, {"o", op.out.name}};
   } else {
     k.binding = {{"x", x.name}, {"y", op.out.name}};
     if (op.args.size() > 1) k.binding.emplace_back("gamma", op.args[1].tensor);
@@ -1065,6 +1075,12 @@ uint64_t op_flops(const Graph& g, const GraphOp& op) {
   if (op.kind == OpKind::reduction) return g.find(op.args[0].tensor)->elements();
   if (op.op == "transpose") return 0;
   if (op.op == "rms_norm") return 4 * n;
+  if (op.op == "scaled_dot_product_attention") {
+    // Q K^T and P V, 2 * seq * head_dim per score each; half the scores when causal.
+    const int64_t seq = op.out.shape[op.out.shape.size() - 2];
+    const uint64_t f = 4 * n * static_cast<uint64_t>(seq);
+    return op.causal ? f / 2 : f;
+  }
   if (op.op == "layer_norm" || op.op == "softmax") return 5 * n;
   return n;
 }
