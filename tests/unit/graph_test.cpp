@@ -2,6 +2,7 @@
 // and .npy files.
 #include <algorithm>
 #include <catch2/catch.hpp>
+#include <cmath>
 #include <cstring>
 #include <string>
 
@@ -357,4 +358,30 @@ TEST_CASE("the graph reference of scaled_dot_product_attention is the attention 
   CHECK(y[3] == Approx(2.0));
   CHECK(y[4] == Approx(2.0));  // the mean of v's rows 0..2: (0 + 2 + 4) / 3
   CHECK(y[5] == Approx(3.0));
+}
+
+// The check's tolerance: one kernel's for a one-kernel graph, then sqrt(n) times it for n rounded
+// tensors on the longest input-to-output path (Higham and Mary's probabilistic bound).
+TEST_CASE("graph check tolerance widens as the square root of the roundings on the longest path") {
+  const config::ArchConfig arch = config::trn2();
+  const LoweredKernel one =
+      lower(parse(one_op(R"({"op": "exp", "args": ["x"], "out": "y"})")), arch, false);
+  CHECK(one.tolerance.atol == Approx(1e-2));
+  CHECK(one.tolerance.rtol == Approx(2e-2));
+  // Eager: each of the four ops stores its result in bf16, and they form one chain.
+  const std::string chain = one_op(R"({"op": "exp", "args": ["x"], "out": "a"},
+      {"op": "mul", "args": ["a", 2], "out": "b"},
+      {"op": "add", "args": ["b", 1], "out": "c"},
+      {"op": "neg", "args": ["c"], "out": "y"})");
+  const LoweredKernel four = lower(parse(chain), arch, false);
+  CHECK(four.tolerance.atol == Approx(2e-2));
+  CHECK(four.tolerance.rtol == Approx(4e-2));
+  // Two branches of two roundings joined by a third: the longest path has three, not five.
+  const std::string branches = one_op(R"({"op": "exp", "args": ["x"], "out": "a"},
+      {"op": "mul", "args": ["a", 2], "out": "b"},
+      {"op": "neg", "args": ["x"], "out": "c"},
+      {"op": "add", "args": ["c", 1], "out": "d"},
+      {"op": "add", "args": ["b", "d"], "out": "y"})");
+  const LoweredKernel three = lower(parse(branches), arch, false);
+  CHECK(three.tolerance.rtol == Approx(2e-2 * std::sqrt(3.0)));
 }
