@@ -38,7 +38,7 @@ constexpr uint32_t kTrackName = 2;
 constexpr uint32_t kProcess = 3;
 constexpr uint32_t kParentUuid = 5;
 constexpr uint32_t kCounter = 8;
-constexpr uint32_t kChildOrdering = 11;   // ChildTracksOrdering: EXPLICIT = 3
+constexpr uint32_t kChildOrdering = 11;  // ChildTracksOrdering: EXPLICIT = 3
 constexpr uint32_t kSiblingOrderRank = 12;
 constexpr uint64_t kExplicitOrdering = 3;
 // ProcessDescriptor

@@ -179,6 +179,7 @@ TraceWriter::TraceWriter(const std::string& path, const isa::Program& program,
     const auto c = static_cast<Counter>(l % kCounters);
     lanes_[l].in_order = c == Counter::tensor_utilization || c == Counter::sbuf_in_use;
     lanes_[l].kept = filter_.keeps_lane(counter_name(c));
+    counters_kept_ = counters_kept_ || lanes_[l].kept;
   }
   if (format == TraceFormat::perfetto) {
     proto_ = true;
@@ -270,7 +271,8 @@ void TraceWriter::on_instruction(const models::InstructionRecord& r) {
   const auto core = static_cast<uint32_t>(r.core);
   if (isa::is_dma(in.opcode)) {
     add_step(core, Counter::pending_dmas, r.end.value, 1.0);
-    ++in_flight_[r.end.value];  // the transfer's issue time (TransferRecord::issued)
+    // The transfer's issue time (TransferRecord::issued); only the counters need it.
+    if (counters_kept_) ++in_flight_[r.end.value];
   }
   latest_instruction_ = std::max(latest_instruction_, r.end.value);
   if (r.engine == Engine::tensor && r.end > r.start) {
@@ -417,8 +419,10 @@ void TraceWriter::on_transfer(const models::TransferRecord& r) {
       add_step(core, Counter::hbm_write, r.end.value, -rate);
     }
   }
-  const auto it = in_flight_.find(r.issued.value);
-  if (it != in_flight_.end() && --it->second == 0) in_flight_.erase(it);
+  if (counters_kept_) {
+    const auto it = in_flight_.find(r.issued.value);
+    if (it != in_flight_.end() && --it->second == 0) in_flight_.erase(it);
+  }
   // The queue's semaphore counts completed transfers: this one raised it at r.end.
   const int tid = transfer_lane(core, r.queue, r.start.value, r.end.value);
   note_update(core, program_.queues[r.queue].semaphore,
@@ -499,6 +503,8 @@ int TraceWriter::transfer_lane(uint32_t core, uint16_t queue, int64_t start, int
 }
 
 void TraceWriter::add_step(uint32_t core, Counter counter, int64_t time, double delta) {
+  // A counter the filter drops is not computed: its steps would only be thrown away.
+  if (!lane(core, counter).kept) return;
   auto& held = lane(core, counter).held;
   held.push_back(CounterStep{time, step_seq_++, delta});
   std::push_heap(held.begin(), held.end(), std::greater<CounterStep>());

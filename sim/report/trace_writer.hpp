@@ -178,7 +178,8 @@ class TraceWriter : public models::EventSink {
   size_t held_steps_ = 0;  // over all lanes: release_steps() has nothing to do at 0
   // Issue times of the DMA transfers not yet completed (count per time), and the end of the
   // latest instruction: later records cannot bring steps before the smaller of the two.
-  std::map<int64_t, uint32_t> in_flight_;
+  std::map<int64_t, uint32_t> in_flight_;  // empty when the filter keeps no counter
+  bool counters_kept_ = false;
   int64_t latest_instruction_ = 0;
   uint32_t cores_;
 

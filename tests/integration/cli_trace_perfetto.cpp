@@ -119,7 +119,8 @@ Decoded from_json(const nlohmann::json& trace) {
   for (const auto& e : trace["traceEvents"]) {
     if (e["ph"] != "M") continue;
     const int pid = e["pid"].get<int>();
-    const std::string name = e["args"]["name"].is_string() ? e["args"]["name"].get<std::string>() : "";
+    const std::string name =
+        e["args"]["name"].is_string() ? e["args"]["name"].get<std::string>() : "";
     if (e["name"] == "process_name") d.processes.insert({pid, name});
     if (e["name"] == "thread_name") {
       lane_name[{pid, e["tid"].get<int>()}] = name;
@@ -133,12 +134,11 @@ Decoded from_json(const nlohmann::json& trace) {
     if (ph == "X") {
       std::map<std::string, std::string> args;
       for (const auto& [k, v] : e["args"].items()) args[k] = arg_text(v);
-      d.slices.emplace_back(pid, lane(), e["name"].get<std::string>(),
-                            e["cat"].get<std::string>(), ns_of_us(e["ts"]), ns_of_us(e["dur"]),
-                            args);
+      d.slices.emplace_back(pid, lane(), e["name"].get<std::string>(), e["cat"].get<std::string>(),
+                            ns_of_us(e["ts"]), ns_of_us(e["dur"]), args);
     } else if (ph == "C") {
-      d.samples.push_back({pid, e["name"].get<std::string>(), ns_of_us(e["ts"]),
-                           e["args"].front().get<double>()});
+      d.samples.push_back(
+          {pid, e["name"].get<std::string>(), ns_of_us(e["ts"]), e["args"].front().get<double>()});
     } else if (ph == "s" || ph == "f") {
       d.flows.emplace(e["id"].get<uint64_t>(), ph == "s", pid, lane(), ns_of_us(e["ts"]));
     }
@@ -149,7 +149,7 @@ Decoded from_json(const nlohmann::json& trace) {
 Decoded from_perfetto(std::string_view file) {
   Decoded d;
   std::map<uint64_t, std::string> names, categories, arg_names;  // interned, by iid
-  std::map<uint64_t, int> process_of_uuid;                        // process tracks' pids
+  std::map<uint64_t, int> process_of_uuid;                       // process tracks' pids
   struct Track {
     uint64_t parent = 0;
     std::string name;
@@ -261,9 +261,8 @@ Decoded from_perfetto(std::string_view file) {
       const Event& b = *open[e.track].back();
       open[e.track].pop_back();
       d.misnested += b.order + 1 != e.order;
-      d.slices.emplace_back(pid_of(e.track), t.name, b.name, b.category,
-                            static_cast<int64_t>(b.ts), static_cast<int64_t>(e.ts - b.ts),
-                            b.args);
+      d.slices.emplace_back(pid_of(e.track), t.name, b.name, b.category, static_cast<int64_t>(b.ts),
+                            static_cast<int64_t>(e.ts - b.ts), b.args);
     } else if (e.type == 3) {
       REQUIRE(e.flows.size() == 1);
       d.flows.emplace(e.flows[0].second, e.flows[0].first, pid_of(e.track), t.name,
@@ -333,12 +332,12 @@ TEST_CASE("trace.pftrace follows --trace-filter as trace.json does") {
              "filtered");
 }
 
-TEST_CASE("--trace-format none writes no trace; a bad format is refused before the run") {
+TEST_CASE("no trace with --trace-format none, and a bad --trace-format is refused before the run") {
   const std::string dir = fresh_dir("trace_format_none");
-  Invocation r = trnsim_test::trnsim(
-      example("rmsnorm.json") + " --timing-only --no-report --trace-format none --out " + dir +
-          "/out",
-      dir);
+  Invocation r = trnsim_test::trnsim(example("rmsnorm.json") +
+                                         " --timing-only --no-report --trace-format none --out " +
+                                         dir + "/out",
+                                     dir);
   INFO(r.err);
   REQUIRE(r.exit_code == 0);
   CHECK(std::filesystem::exists(dir + "/out/stats.json"));
