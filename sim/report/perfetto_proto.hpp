@@ -80,6 +80,33 @@ inline size_t varint_size(uint64_t v) {
   return n;
 }
 
+// The per-event encoders write through a local pointer into room reserved once, then commit:
+// a char store may alias the buffer's own end pointer, so field-by-field appends made the
+// compiler reload and store it around every byte.
+TRNSIM_TRACE_INLINE char* put_varint(char* p, uint64_t v) {
+  while (v >= 0x80) {
+    *p++ = static_cast<char>(v | 0x80);
+    v >>= 7;
+  }
+  *p++ = static_cast<char>(v);
+  return p;
+}
+TRNSIM_TRACE_INLINE char* put_uint(char* p, uint32_t number, uint64_t v) {
+  p = put_varint(p, uint64_t{number} << 3 | kVarint);
+  return put_varint(p, v);
+}
+TRNSIM_TRACE_INLINE char* put_bytes(char* p, uint32_t number, std::string_view s) {
+  p = put_varint(p, uint64_t{number} << 3 | kBytes);
+  p = put_varint(p, s.size());
+  std::memcpy(p, s.data(), s.size());
+  return p + s.size();
+}
+TRNSIM_TRACE_INLINE char* put_fixed64(char* p, uint32_t number, uint64_t v) {
+  p = put_varint(p, uint64_t{number} << 3 | kFixed64);
+  for (int i = 0; i < 8; ++i) p[i] = static_cast<char>(v >> (8 * i));
+  return p + 8;
+}
+
 TRNSIM_TRACE_INLINE void varint(TraceText& out, uint64_t v) {
   char* p = out.room(10);
   while (v >= 0x80) {

@@ -832,6 +832,8 @@ constexpr const char* kArgNames[] = {
     "op"};
 constexpr const char* kCategoryNames[] = {"instruction", "dma",  "kernel",    "host",
                                           "pipeline",    "port", "semaphore", "launch"};
+static_assert(std::size(kArgNames) < 128 && std::size(kCategoryNames) < 128,
+              "TraceWriter::arg writes an argument name's iid in one byte");
 constexpr uint32_t kSequence = 1;  // every packet is on one sequence
 // TrackEvent.name, the non-interned variant.
 constexpr uint32_t kName = 23;
@@ -860,20 +862,18 @@ void TraceWriter::proto_packet(TraceText& out, uint64_t timestamp_ns) {
   size_t packet = 1 + perfetto::varint_size(timestamp_ns) + kSequenceIdFieldSize + 2 + 1 +
                   perfetto::varint_size(event) + event;
   if (interned > 0) packet += 1 + perfetto::varint_size(interned) + interned;
-  perfetto::tag(out, f::kTracePacket, perfetto::kBytes);
-  perfetto::varint(out, packet);
-  perfetto::uint_field(out, f::kTimestamp, timestamp_ns);
-  perfetto::uint_field(out, f::kSequenceId, kSequence);
-  perfetto::uint_field(out, f::kSequenceFlags, f::kNeedsIncrementalState);
+  char* p = out.room(packet + 16);
+  p = perfetto::put_varint(p, f::kTracePacket << 3 | perfetto::kBytes);
+  p = perfetto::put_varint(p, packet);
+  p = perfetto::put_uint(p, f::kTimestamp, timestamp_ns);
+  p = perfetto::put_uint(p, f::kSequenceId, kSequence);
+  p = perfetto::put_uint(p, f::kSequenceFlags, f::kNeedsIncrementalState);
   if (interned > 0) {
-    perfetto::tag(out, f::kInternedData, perfetto::kBytes);
-    perfetto::varint(out, interned);
-    out += interned_.view();
+    p = perfetto::put_bytes(p, f::kInternedData, interned_.view());
     interned_.clear();
   }
-  perfetto::tag(out, f::kTrackEvent, perfetto::kBytes);
-  perfetto::varint(out, event);
-  out += event_.view();
+  p = perfetto::put_bytes(p, f::kTrackEvent, event_.view());
+  out.commit(p);
 }
 
 void TraceWriter::proto_open(const std::vector<TraceLane>& lanes) {
@@ -929,57 +929,72 @@ void TraceWriter::proto_lane(int pid, int tid, std::string_view name, int sort_i
 void TraceWriter::proto_begin(uint64_t track, std::string_view name, Category category,
                               uint64_t type) {
   event_.clear();
-  perfetto::uint_field(event_, f::kType, type);
-  perfetto::uint_field(event_, f::kTrackUuid, track);
-  perfetto::uint_field(event_, f::kCategoryIids, static_cast<uint64_t>(category) + 1);
+  char* p = event_.room(48 + name.size());
+  p = perfetto::put_uint(p, f::kType, type);
+  p = perfetto::put_uint(p, f::kTrackUuid, track);
+  p = perfetto::put_uint(p, f::kCategoryIids, static_cast<uint64_t>(category) + 1);
   NameSlot& slot = name_slots_[std::hash<std::string_view>{}(name) % kNameSlots];
   if (slot.used && slot.name == name) {
     if (slot.iid == 0) {
       slot.iid = ++next_name_iid_;
       perfetto::interned_entry(interned_, f::kEventNames, slot.iid, name);
     }
-    perfetto::uint_field(event_, f::kNameIid, slot.iid);
+    p = perfetto::put_uint(p, f::kNameIid, slot.iid);
   } else {
     slot.name.assign(name.data(), name.size());  // no allocation once it has grown
     slot.used = true;
     slot.iid = 0;
-    perfetto::bytes_field(event_, kName, name);
+    p = perfetto::put_bytes(p, kName, name);
   }
+  event_.commit(p);
 }
 
 void TraceWriter::proto_end(uint64_t track, Picoseconds start, Picoseconds end) {
   proto_packet(buffer_, ns_of(start));
   event_.clear();
-  perfetto::uint_field(event_, f::kType, f::kSliceEnd);
-  perfetto::uint_field(event_, f::kTrackUuid, track);
+  char* p = event_.room(24);
+  p = perfetto::put_uint(p, f::kType, f::kSliceEnd);
+  p = perfetto::put_uint(p, f::kTrackUuid, track);
+  event_.commit(p);
   proto_packet(buffer_, ns_of(end));
   flush_if_full();
 }
 
+// A DebugAnnotation {name_iid, value}: the argument names' iids are below 128 (one byte).
 void TraceWriter::arg(Arg a, std::string_view value) {
   const uint64_t iid = static_cast<uint64_t>(a) + 1;
-  perfetto::tag(event_, f::kDebugAnnotations, perfetto::kBytes);
-  perfetto::varint(event_, 1 + perfetto::varint_size(iid) + 1 +
-                               perfetto::varint_size(value.size()) + value.size());
-  perfetto::uint_field(event_, f::kAnnotationNameIid, iid);
-  perfetto::bytes_field(event_, f::kStringValue, value);
+  const size_t size = 2 + 1 + perfetto::varint_size(value.size()) + value.size();
+  char* p = event_.room(size + 12);
+  p = perfetto::put_varint(p, f::kDebugAnnotations << 3 | perfetto::kBytes);
+  p = perfetto::put_varint(p, size);
+  p = perfetto::put_uint(p, f::kAnnotationNameIid, iid);
+  p = perfetto::put_bytes(p, f::kStringValue, value);
+  event_.commit(p);
 }
 
 void TraceWriter::arg(Arg a, int64_t value) {
   const uint64_t iid = static_cast<uint64_t>(a) + 1;
   const auto v = static_cast<uint64_t>(value);
-  perfetto::tag(event_, f::kDebugAnnotations, perfetto::kBytes);
-  perfetto::varint(event_, 1 + perfetto::varint_size(iid) + 1 + perfetto::varint_size(v));
-  perfetto::uint_field(event_, f::kAnnotationNameIid, iid);
-  perfetto::uint_field(event_, f::kIntValue, v);
+  char* p = event_.room(24);
+  p = perfetto::put_varint(p, f::kDebugAnnotations << 3 | perfetto::kBytes);
+  char* size_at = p++;  // below 128: 2 + 1 + at most 10
+  p = perfetto::put_uint(p, f::kAnnotationNameIid, iid);
+  p = perfetto::put_uint(p, f::kIntValue, v);
+  *size_at = static_cast<char>(p - size_at - 1);
+  event_.commit(p);
 }
 
 void TraceWriter::arg_double(Arg a, double value) {
   const uint64_t iid = static_cast<uint64_t>(a) + 1;
-  perfetto::tag(event_, f::kDebugAnnotations, perfetto::kBytes);
-  perfetto::varint(event_, 1 + perfetto::varint_size(iid) + 1 + 8);
-  perfetto::uint_field(event_, f::kAnnotationNameIid, iid);
-  perfetto::double_field(event_, f::kDoubleValue, value);
+  uint64_t bits = 0;
+  std::memcpy(&bits, &value, sizeof bits);
+  char* p = event_.room(24);
+  p = perfetto::put_varint(p, f::kDebugAnnotations << 3 | perfetto::kBytes);
+  char* size_at = p++;
+  p = perfetto::put_uint(p, f::kAnnotationNameIid, iid);
+  p = perfetto::put_fixed64(p, f::kDoubleValue, bits);
+  *size_at = static_cast<char>(p - size_at - 1);
+  event_.commit(p);
 }
 
 // A flow's ends are instants inside the two slices it joins (the JSON's "s" and "f" events,
