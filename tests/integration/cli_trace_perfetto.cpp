@@ -289,6 +289,10 @@ void check_same(const std::string& workload, const std::string& extra, const std
   // The run is the same: stats.json does not depend on the trace's format.
   CHECK(slurp(dir + "/json/stats.json") == slurp(dir + "/perfetto/stats.json"));
   CHECK(!std::filesystem::exists(dir + "/perfetto/trace.json"));
+  // explain's critical path reads trace.json: it says why there is none.
+  const Invocation explain = trnsim_test::trnsim("explain " + dir + "/perfetto", dir);
+  CHECK(explain.exit_code == 0);
+  CHECK(explain.out.find("no trace.json, only trace.pftrace") != std::string::npos);
   const Decoded j = from_json(read_json(dir + "/json/trace.json"));
   const Decoded p = from_perfetto(slurp(dir + "/perfetto/trace.pftrace"));
   CHECK(p.processes == j.processes);
