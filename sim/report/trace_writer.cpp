@@ -38,16 +38,26 @@ void append_fixed(TraceText& out, double v, int decimals) {
   out.commit(std::to_chars(p, p + kRoom, v, std::chars_format::fixed, decimals).ptr);
 }
 
-// As trace_timestamp(): microseconds with six decimals.
+// "00" to "99": two digits per lookup.
+constexpr char kDigitPairs[] =
+    "00010203040506070809101112131415161718192021222324252627282930313233343536373839"
+    "40414243444546474849505152535455565758596061626364656667686970717273747576777879"
+    "8081828384858687888990919293949596979899";
+
+// As trace_timestamp(): microseconds with six decimals. Two or three per slice: the fraction
+// goes in three two-digit lookups (callgrind: about a third of this function's instructions
+// went to the six divisions of a digit loop).
 void append_timestamp(TraceText& out, Picoseconds t) {
   const int64_t v = t.value;
   char* p = out.room(32);
   if (v < 0) *p++ = '-';
-  const int64_t a = std::abs(v);
+  const auto a = static_cast<uint64_t>(v < 0 ? -v : v);
   p = std::to_chars(p, p + 24, a / 1000000).ptr;
   *p = '.';
-  int64_t f = a % 1000000;
-  for (int i = 6; i >= 1; --i, f /= 10) p[i] = static_cast<char>('0' + f % 10);
+  const auto f = static_cast<uint32_t>(a % 1000000);
+  std::memcpy(p + 1, kDigitPairs + 2 * (f / 10000), 2);
+  std::memcpy(p + 3, kDigitPairs + 2 * (f / 100 % 100), 2);
+  std::memcpy(p + 5, kDigitPairs + 2 * (f % 100), 2);
   out.commit(p + 7);
 }
 
