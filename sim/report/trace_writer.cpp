@@ -588,10 +588,14 @@ void TraceWriter::append_sample(size_t l, int64_t time, double value) {
       perfetto::bytes_field(scratch_, f::kUnitName, unit);
       proto_descriptor(out, scratch_);
     }
+    uint64_t bits = 0;
+    std::memcpy(&bits, &value, sizeof bits);
     event_.clear();
-    perfetto::uint_field(event_, f::kType, f::kCounterValue);
-    perfetto::uint_field(event_, f::kTrackUuid, counter_uuid(l));
-    perfetto::double_field(event_, f::kDoubleCounterValue, value);
+    char* p = event_.room(32);
+    p = perfetto::put_uint(p, f::kType, f::kCounterValue);
+    p = perfetto::put_uint(p, f::kTrackUuid, counter_uuid(l));
+    p = perfetto::put_fixed64(p, f::kDoubleCounterValue, bits);
+    event_.commit(p);
     proto_packet(out, static_cast<uint64_t>(to_whole_ns(Picoseconds(time)).value / 1000));
     if (lane.samples.size() >= kFlushBytes) spill(lane);
     return;
