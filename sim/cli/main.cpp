@@ -409,6 +409,11 @@ int sc_main(int argc, char* argv[]) {
   app.add_option("--trace-filter", o.trace_filter,
                  "keep only some of trace.json: 'lanes=TensorE,DMA*' (names or patterns with * "
                  "and ?), 'window=100us:250us', or both separated by ';' (repeatable)");
+  app.add_option("--trace-format", o.trace_format,
+                 "the trace: json (trace.json, Chrome trace events), perfetto (trace.pftrace, "
+                 "Perfetto's protobuf trace: smaller and faster to write) or none")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"json", "perfetto", "none"}));
   bool verbose = false;
   app.add_flag("-v,--verbose", verbose, "log what the simulator does");
   trnsim::sim::NkiKernelOptions nki;

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <filesystem>
 #include <fstream>
 #include <functional>
 #include <iostream>
@@ -378,7 +379,9 @@ int explain(const ExplainOptions& o) {
   try {
     const std::string text = read_input_file_if_exists(o.dir + "/trace.json", "a trace.json");
     if (text.empty()) {
-      trace_problem = "no trace.json";
+      trace_problem = std::filesystem::exists(o.dir + "/trace.pftrace")
+                          ? "no trace.json, only trace.pftrace: run with --trace-format json for it"
+                          : "no trace.json";
     } else {
       trace = base::parse_json_text<json>(text, o.dir + "/trace.json");
       if (!trace.is_object() || !trace.value("traceEvents", json()).is_array()) {

@@ -238,7 +238,8 @@ std::string summary_text(const RunReport& r) {
     out += fmt::format("... {} more queues in stats.json\n", total_queues - shown);
   }
   out += r.profile.text(r.total);
-  std::string files = "stats.json,trace.json";
+  std::string files = "stats.json";
+  if (!r.trace_file.empty()) files += "," + r.trace_file;
   if (r.report_html) files += ",report.html";
   for (const std::string& f : r.npy_files) files += "," + f;
   out += fmt::format("outputs: {}/{{{}}}\n", r.out_dir, files);

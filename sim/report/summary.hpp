@@ -26,8 +26,9 @@ struct RunReport {
   bool timing_only = false;
   CheckResult check;
   std::string out_dir;
-  std::vector<std::string> npy_files;  // written into out_dir
-  bool report_html = false;            // report.html written into out_dir
+  std::vector<std::string> npy_files;     // written into out_dir
+  bool report_html = false;               // report.html written into out_dir
+  std::string trace_file = "trace.json";  // the trace written into out_dir; empty: none
 };
 
 nlohmann::json stats_json(const RunReport& r);

@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "models/neuroncore/cost.hpp"
+#include "sim/report/perfetto_proto.hpp"
 #include "sim/report/trace_lanes.hpp"
 
 namespace trnsim::sim {
@@ -37,16 +38,26 @@ void append_fixed(TraceText& out, double v, int decimals) {
   out.commit(std::to_chars(p, p + kRoom, v, std::chars_format::fixed, decimals).ptr);
 }
 
-// As trace_timestamp(): microseconds with six decimals.
+// "00" to "99": two digits per lookup.
+constexpr char kDigitPairs[] =
+    "00010203040506070809101112131415161718192021222324252627282930313233343536373839"
+    "40414243444546474849505152535455565758596061626364656667686970717273747576777879"
+    "8081828384858687888990919293949596979899";
+
+// As trace_timestamp(): microseconds with six decimals. Two or three per slice: the fraction
+// goes in three two-digit lookups (callgrind: about a third of this function's instructions
+// went to the six divisions of a digit loop).
 void append_timestamp(TraceText& out, Picoseconds t) {
   const int64_t v = t.value;
   char* p = out.room(32);
   if (v < 0) *p++ = '-';
-  const int64_t a = std::abs(v);
+  const auto a = static_cast<uint64_t>(v < 0 ? -v : v);
   p = std::to_chars(p, p + 24, a / 1000000).ptr;
   *p = '.';
-  int64_t f = a % 1000000;
-  for (int i = 6; i >= 1; --i, f /= 10) p[i] = static_cast<char>('0' + f % 10);
+  const auto f = static_cast<uint32_t>(a % 1000000);
+  std::memcpy(p + 1, kDigitPairs + 2 * (f / 10000), 2);
+  std::memcpy(p + 3, kDigitPairs + 2 * (f / 100 % 100), 2);
+  std::memcpy(p + 5, kDigitPairs + 2 * (f % 100), 2);
   out.commit(p + 7);
 }
 
@@ -143,7 +154,8 @@ const char* TraceWriter::counter_name(Counter c) {
 }
 
 TraceWriter::TraceWriter(const std::string& path, const isa::Program& program,
-                         const config::ArchConfig& arch, uint32_t cores, TraceFilter filter)
+                         const config::ArchConfig& arch, uint32_t cores, TraceFilter filter,
+                         TraceFormat format)
     : updates_(static_cast<size_t>(cores) * program.semaphores.size()),
       queue_lane_ends_(static_cast<size_t>(cores) * program.queues.size()),
       filter_(std::move(filter)),
@@ -177,6 +189,13 @@ TraceWriter::TraceWriter(const std::string& path, const isa::Program& program,
     const auto c = static_cast<Counter>(l % kCounters);
     lanes_[l].in_order = c == Counter::tensor_utilization || c == Counter::sbuf_in_use;
     lanes_[l].kept = filter_.keeps_lane(counter_name(c));
+    counters_kept_ = counters_kept_ || lanes_[l].kept;
+  }
+  if (format == TraceFormat::perfetto) {
+    proto_ = true;
+    counter_described_.resize(lanes_.size());
+    proto_open(lanes);
+    return;
   }
 
   buffer_ += "{\"displayTimeUnit\":\"ns\",";
@@ -262,7 +281,8 @@ void TraceWriter::on_instruction(const models::InstructionRecord& r) {
   const auto core = static_cast<uint32_t>(r.core);
   if (isa::is_dma(in.opcode)) {
     add_step(core, Counter::pending_dmas, r.end.value, 1.0);
-    ++in_flight_[r.end.value];  // the transfer's issue time (TransferRecord::issued)
+    // The transfer's issue time (TransferRecord::issued); only the counters need it.
+    if (counters_kept_) ++in_flight_[r.end.value];
   }
   latest_instruction_ = std::max(latest_instruction_, r.end.value);
   if (r.engine == Engine::tensor && r.end > r.start) {
@@ -287,6 +307,11 @@ void TraceWriter::on_instruction(const models::InstructionRecord& r) {
     semaphore_flow(r, semaphores_met.value);
   }
   const bool kept = keep_engine_[index_of(r.engine)];
+  if (proto_) {
+    if (kept) proto_instruction(r, in, semaphores_met, port_from);
+    release_if_safe();
+    return;
+  }
   auto slice_head = [&](TraceText& out, Picoseconds from, Picoseconds to) {
     out += R"({"ph":"X","pid":)";
     append_int(out, kCorePid);
@@ -404,13 +429,20 @@ void TraceWriter::on_transfer(const models::TransferRecord& r) {
       add_step(core, Counter::hbm_write, r.end.value, -rate);
     }
   }
-  const auto it = in_flight_.find(r.issued.value);
-  if (it != in_flight_.end() && --it->second == 0) in_flight_.erase(it);
+  if (counters_kept_) {
+    const auto it = in_flight_.find(r.issued.value);
+    if (it != in_flight_.end() && --it->second == 0) in_flight_.erase(it);
+  }
   // The queue's semaphore counts completed transfers: this one raised it at r.end.
   const int tid = transfer_lane(core, r.queue, r.start.value, r.end.value);
   note_update(core, program_.queues[r.queue].semaphore,
               SemaphoreUpdateSite{r.end.value, r.start.value, r.end.value, r.kernel, tid});
   if (!keep_queue_[r.queue] || !filter_.keeps_span(r.start.value, r.end.value)) {
+    release_if_safe();
+    return;
+  }
+  if (proto_) {
+    proto_transfer(r, in, tid);
     release_if_safe();
     return;
   }
@@ -459,7 +491,10 @@ int TraceWriter::transfer_lane(uint32_t core, uint16_t queue, int64_t start, int
   while (k < ends.size() && ends[k] > start) ++k;
   if (k == ends.size()) {
     ends.push_back(end);
-    if (k > 0 && keep_queue_[queue]) {
+    if (k > 0 && keep_queue_[queue] && proto_) {
+      proto_lane(core_pid(core), queue_sublane(queue, k),
+                 fmt::format("DMA {} #{}", program_.queues[queue].name, k + 1), queue_lane(queue));
+    } else if (k > 0 && keep_queue_[queue]) {
       const int pid = core_pid(core);
       const int tid = queue_sublane(queue, k);
       event(fmt::format(
@@ -478,6 +513,8 @@ int TraceWriter::transfer_lane(uint32_t core, uint16_t queue, int64_t start, int
 }
 
 void TraceWriter::add_step(uint32_t core, Counter counter, int64_t time, double delta) {
+  // A counter the filter drops is not computed: its steps would only be thrown away.
+  if (!lane(core, counter).kept) return;
   auto& held = lane(core, counter).held;
   held.push_back(CounterStep{time, step_seq_++, delta});
   std::push_heap(held.begin(), held.end(), std::greater<CounterStep>());
@@ -532,6 +569,37 @@ void TraceWriter::append_sample(size_t l, int64_t time, double value) {
   const auto c = static_cast<Counter>(l % kCounters);
   ++events_;
   TraceText& out = lane.samples;
+  if (proto_) {
+    namespace f = perfetto::field;
+    if (!counter_described_[l]) {
+      counter_described_[l] = true;
+      scratch_.clear();
+      perfetto::uint_field(scratch_, f::kUuid, counter_uuid(l));
+      perfetto::uint_field(scratch_, f::kParentUuid,
+                           process_uuid(core_pid(static_cast<uint32_t>(l / kCounters))));
+      perfetto::bytes_field(scratch_, f::kTrackName, counter_name(c));
+      // The unit, as the JSON's argument names it.
+      const char* unit = c == Counter::pending_dmas         ? "transfers"
+                         : c == Counter::tensor_utilization ? "percent"
+                         : c == Counter::sbuf_in_use        ? "KiB per partition"
+                                                            : "GB/s";
+      perfetto::tag(scratch_, f::kCounter, perfetto::kBytes);
+      perfetto::varint(scratch_, 1 + perfetto::varint_size(std::strlen(unit)) + std::strlen(unit));
+      perfetto::bytes_field(scratch_, f::kUnitName, unit);
+      proto_descriptor(out, scratch_);
+    }
+    uint64_t bits = 0;
+    std::memcpy(&bits, &value, sizeof bits);
+    event_.clear();
+    char* p = event_.room(32);
+    p = perfetto::put_uint(p, f::kType, f::kCounterValue);
+    p = perfetto::put_uint(p, f::kTrackUuid, counter_uuid(l));
+    p = perfetto::put_fixed64(p, f::kDoubleCounterValue, bits);
+    event_.commit(p);
+    proto_packet(out, static_cast<uint64_t>(to_whole_ns(Picoseconds(time)).value / 1000));
+    if (lane.samples.size() >= kFlushBytes) spill(lane);
+    return;
+  }
   out += R"(,
 {"ph":"C","pid":)";
   append_int(out, core_pid(static_cast<uint32_t>(l / kCounters)));
@@ -598,6 +666,11 @@ void TraceWriter::semaphore_flow(const models::InstructionRecord& r, int64_t met
 
 void TraceWriter::flow(int from_pid, int from_tid, int64_t from_ts, int to_pid, int to_tid,
                        int64_t to_ts, uint64_t id, const char* name) {
+  if (proto_) {
+    proto_flow(track_uuid(from_pid, from_tid), from_ts, id, true, name);
+    proto_flow(track_uuid(to_pid, to_tid), to_ts, id, false, name);
+    return;
+  }
   for (const bool start : {true, false}) {
     TraceText& out = start_event();
     out += std::string_view(start ? R"({"ph":"s","pid":)" : R"({"ph":"f","bp":"e","pid":)");
@@ -639,7 +712,13 @@ void TraceWriter::on_kernel(const models::KernelRecord& r) {
   }
   const std::string name =
       program_.kernels.empty() ? program_.name : program_.kernels[r.kernel].name;
-  if (keep_kernels_ && filter_.keeps_span(r.start.value, r.end.value)) {
+  if (keep_kernels_ && filter_.keeps_span(r.start.value, r.end.value) && proto_) {
+    const uint64_t track = track_uuid(pid, kKernelLane);
+    proto_begin(track, name, Category::kernel);
+    arg(Arg::kernel, static_cast<int64_t>(r.kernel));
+    arg_double(Arg::launch_arrived_us, static_cast<double>(r.arrived.value) * 1e-6);
+    proto_end(track, r.start, r.end);
+  } else if (keep_kernels_ && filter_.keeps_span(r.start.value, r.end.value)) {
     event(fmt::format(
         R"({{"ph":"X","pid":{},"tid":{},"ts":{},"dur":{},"name":{},"cat":"kernel","args":{{"kernel":{},"launch_arrived_us":{}}}}})",
         pid, kKernelLane, trace_timestamp(to_whole_ns(r.start)),
@@ -697,6 +776,14 @@ void TraceWriter::on_host(const models::HostRecord& r) {
       break;
   }
   const int tid = framework ? kFrameworkLane : kRuntimeLane;
+  if (proto_) {
+    const uint64_t track = track_uuid(kHostPid, tid);
+    proto_begin(track, name, Category::host);
+    arg(Arg::op, op);
+    arg(Arg::kernel, static_cast<int64_t>(r.kernel));
+    proto_end(track, r.start, r.end);
+    return;
+  }
   event(fmt::format(
       R"({{"ph":"X","pid":{},"tid":{},"ts":{},"dur":{},"name":{},"cat":"host","args":{{"op":{},"kernel":{}}}}})",
       kHostPid, tid, trace_timestamp(to_whole_ns(r.start)),
@@ -739,10 +826,277 @@ void TraceWriter::close() {
   // The samples each start with ",\n": the metadata events always come first.
   write_counters();
   if (!write_error_.empty()) throw OutputError(write_error_);
-  buffer_ += "\n]}\n";
+  if (!proto_) buffer_ += "\n]}\n";
   file_.write(buffer_.view());
   buffer_.clear();
   file_.close();
+}
+
+// ---- Perfetto's protobuf form (trace.pftrace) ----
+
+namespace {
+namespace f = perfetto::field;
+
+// Debug annotation names and categories, interned once in the first packet (iid = index + 1),
+// in the order of TraceWriter::Arg and TraceWriter::Category.
+constexpr const char* kArgNames[] = {
+    "why",         "semaphore", "reaches",      "opcode", "index",  "label",  "operands",
+    "cycles",      "flops",     "function",     "queue",  "source", "bytes",  "dma_engines",
+    "descriptors", "issued_by", "issued_at_us", "src",    "dst",    "kernel", "launch_arrived_us",
+    "op"};
+constexpr const char* kCategoryNames[] = {"instruction", "dma",  "kernel",    "host",
+                                          "pipeline",    "port", "semaphore", "launch"};
+static_assert(std::size(kArgNames) < 128 && std::size(kCategoryNames) < 128,
+              "TraceWriter::arg writes an argument name's iid in one byte");
+constexpr uint32_t kSequence = 1;  // every packet is on one sequence
+// TrackEvent.name, the non-interned variant.
+constexpr uint32_t kName = 23;
+constexpr uint64_t kSequenceIdFieldSize = 2;  // tag and the varint 1
+
+uint64_t ns_of(Picoseconds t) {
+  return static_cast<uint64_t>(std::max<int64_t>(0, to_whole_ns(t).value / 1000));
+}
+}  // namespace
+
+void TraceWriter::proto_descriptor(TraceText& out, const TraceText& descriptor) {
+  ++events_;
+  const size_t size = descriptor.size();
+  const size_t packet = 2 + perfetto::varint_size(size) + size;  // TracePacket.track_descriptor
+  perfetto::tag(out, f::kTracePacket, perfetto::kBytes);
+  perfetto::varint(out, packet);
+  perfetto::tag(out, f::kTrackDescriptor, perfetto::kBytes);
+  perfetto::varint(out, size);
+  out += descriptor.view();
+}
+
+void TraceWriter::proto_packet(TraceText& out, uint64_t timestamp_ns) {
+  ++events_;
+  const size_t interned = interned_.size();
+  const size_t event = event_.size();
+  size_t packet = 1 + perfetto::varint_size(timestamp_ns) + kSequenceIdFieldSize + 2 + 1 +
+                  perfetto::varint_size(event) + event;
+  if (interned > 0) packet += 1 + perfetto::varint_size(interned) + interned;
+  char* p = out.room(packet + 16);
+  p = perfetto::put_varint(p, f::kTracePacket << 3 | perfetto::kBytes);
+  p = perfetto::put_varint(p, packet);
+  p = perfetto::put_uint(p, f::kTimestamp, timestamp_ns);
+  p = perfetto::put_uint(p, f::kSequenceId, kSequence);
+  p = perfetto::put_uint(p, f::kSequenceFlags, f::kNeedsIncrementalState);
+  if (interned > 0) {
+    p = perfetto::put_bytes(p, f::kInternedData, interned_.view());
+    interned_.clear();
+  }
+  p = perfetto::put_bytes(p, f::kTrackEvent, event_.view());
+  out.commit(p);
+}
+
+void TraceWriter::proto_open(const std::vector<TraceLane>& lanes) {
+  // The first packet starts the sequence's interning state with the fixed tables.
+  for (size_t i = 0; i < std::size(kArgNames); ++i) {
+    perfetto::interned_entry(interned_, f::kDebugAnnotationNames, i + 1, kArgNames[i]);
+  }
+  for (size_t i = 0; i < std::size(kCategoryNames); ++i) {
+    perfetto::interned_entry(interned_, f::kEventCategories, i + 1, kCategoryNames[i]);
+  }
+  ++events_;
+  const size_t packet =
+      kSequenceIdFieldSize + 2 + 1 + perfetto::varint_size(interned_.size()) + interned_.size();
+  perfetto::tag(buffer_, f::kTracePacket, perfetto::kBytes);
+  perfetto::varint(buffer_, packet);
+  perfetto::uint_field(buffer_, f::kSequenceId, kSequence);
+  perfetto::uint_field(buffer_, f::kSequenceFlags, f::kIncrementalStateCleared);
+  perfetto::tag(buffer_, f::kInternedData, perfetto::kBytes);
+  perfetto::varint(buffer_, interned_.size());
+  buffer_ += interned_.view();
+  interned_.clear();
+  // The same tracks as the JSON's processes and threads, in the same order (its
+  // thread_sort_index as the sibling rank).
+  int described_pid = -1;
+  for (const TraceLane& l : lanes) {
+    if (l.pid != described_pid && (l.pid != kHostPid || keep_framework_ || keep_runtime_)) {
+      described_pid = l.pid;
+      TraceText process;
+      perfetto::uint_field(process, f::kPid, static_cast<uint64_t>(l.pid));
+      perfetto::bytes_field(process, f::kProcessName, l.process);
+      scratch_.clear();
+      perfetto::uint_field(scratch_, f::kUuid, process_uuid(l.pid));
+      perfetto::bytes_field(scratch_, f::kProcess, process.view());
+      perfetto::uint_field(scratch_, f::kChildOrdering, f::kExplicitOrdering);
+      proto_descriptor(buffer_, scratch_);
+    }
+    if (!filter_.keeps_lane(l.name)) continue;
+    proto_lane(l.pid, l.tid, l.name, l.tid == kKernelLane ? -1 : l.tid);
+  }
+  flush_if_full();
+}
+
+void TraceWriter::proto_lane(int pid, int tid, std::string_view name, int sort_index) {
+  scratch_.clear();
+  perfetto::uint_field(scratch_, f::kUuid, track_uuid(pid, tid));
+  perfetto::uint_field(scratch_, f::kParentUuid, process_uuid(pid));
+  perfetto::bytes_field(scratch_, f::kTrackName, name);
+  perfetto::int_field(scratch_, f::kSiblingOrderRank, sort_index);
+  proto_descriptor(buffer_, scratch_);
+  flush_if_full();
+}
+
+void TraceWriter::proto_begin(uint64_t track, std::string_view name, Category category,
+                              uint64_t type) {
+  event_.clear();
+  char* p = event_.room(48 + name.size());
+  p = perfetto::put_uint(p, f::kType, type);
+  p = perfetto::put_uint(p, f::kTrackUuid, track);
+  p = perfetto::put_uint(p, f::kCategoryIids, static_cast<uint64_t>(category) + 1);
+  NameSlot& slot = name_slots_[std::hash<std::string_view>{}(name) % kNameSlots];
+  if (slot.used && slot.name == name) {
+    if (slot.iid == 0) {
+      slot.iid = ++next_name_iid_;
+      perfetto::interned_entry(interned_, f::kEventNames, slot.iid, name);
+    }
+    p = perfetto::put_uint(p, f::kNameIid, slot.iid);
+  } else {
+    slot.name.assign(name.data(), name.size());  // no allocation once it has grown
+    slot.used = true;
+    slot.iid = 0;
+    p = perfetto::put_bytes(p, kName, name);
+  }
+  event_.commit(p);
+}
+
+void TraceWriter::proto_end(uint64_t track, Picoseconds start, Picoseconds end) {
+  proto_packet(buffer_, ns_of(start));
+  event_.clear();
+  char* p = event_.room(24);
+  p = perfetto::put_uint(p, f::kType, f::kSliceEnd);
+  p = perfetto::put_uint(p, f::kTrackUuid, track);
+  event_.commit(p);
+  proto_packet(buffer_, ns_of(end));
+  flush_if_full();
+}
+
+// A DebugAnnotation {name_iid, value}: the argument names' iids are below 128 (one byte).
+void TraceWriter::arg(Arg a, std::string_view value) {
+  const uint64_t iid = static_cast<uint64_t>(a) + 1;
+  const size_t size = 2 + 1 + perfetto::varint_size(value.size()) + value.size();
+  char* p = event_.room(size + 12);
+  p = perfetto::put_varint(p, f::kDebugAnnotations << 3 | perfetto::kBytes);
+  p = perfetto::put_varint(p, size);
+  p = perfetto::put_uint(p, f::kAnnotationNameIid, iid);
+  p = perfetto::put_bytes(p, f::kStringValue, value);
+  event_.commit(p);
+}
+
+void TraceWriter::arg(Arg a, int64_t value) {
+  const uint64_t iid = static_cast<uint64_t>(a) + 1;
+  const auto v = static_cast<uint64_t>(value);
+  char* p = event_.room(24);
+  p = perfetto::put_varint(p, f::kDebugAnnotations << 3 | perfetto::kBytes);
+  char* size_at = p++;  // below 128: 2 + 1 + at most 10
+  p = perfetto::put_uint(p, f::kAnnotationNameIid, iid);
+  p = perfetto::put_uint(p, f::kIntValue, v);
+  *size_at = static_cast<char>(p - size_at - 1);
+  event_.commit(p);
+}
+
+void TraceWriter::arg_double(Arg a, double value) {
+  const uint64_t iid = static_cast<uint64_t>(a) + 1;
+  uint64_t bits = 0;
+  std::memcpy(&bits, &value, sizeof bits);
+  char* p = event_.room(24);
+  p = perfetto::put_varint(p, f::kDebugAnnotations << 3 | perfetto::kBytes);
+  char* size_at = p++;
+  p = perfetto::put_uint(p, f::kAnnotationNameIid, iid);
+  p = perfetto::put_fixed64(p, f::kDoubleValue, bits);
+  *size_at = static_cast<char>(p - size_at - 1);
+  event_.commit(p);
+}
+
+// A flow's ends are instants inside the two slices it joins (the JSON's "s" and "f" events,
+// at the same times): TrackEvent flows attach to events, and the slice it starts from was
+// written before the wait it released was known.
+void TraceWriter::proto_flow(uint64_t track, int64_t ts_ps, uint64_t id, bool start,
+                             const char* name) {
+  proto_begin(track, name,
+              std::string_view(name) == "semaphore" ? Category::semaphore : Category::launch,
+              f::kInstant);
+  perfetto::fixed64_field(event_, start ? f::kFlowIds : f::kTerminatingFlowIds, id);
+  proto_packet(buffer_, ns_of(Picoseconds(ts_ps)));
+  flush_if_full();
+}
+
+void TraceWriter::proto_instruction(const models::InstructionRecord& r, const isa::Instruction& in,
+                                    Picoseconds semaphores_met, Picoseconds port_from) {
+  const uint64_t track = track_uuid(core_pid(static_cast<uint32_t>(r.core)), engine_lane(r.engine));
+  // In time order on the lane (the JSON writes the semaphore wait third): a slice's end and
+  // the next one's begin at one time must come in that order.
+  if (semaphores_met > r.ready && r.blocked_on != models::kNoSemaphore &&
+      filter_.keeps_span(r.ready.value, semaphores_met.value)) {
+    int64_t value = 0;
+    for (const auto& w : in.waits) {
+      if (w.semaphore == r.blocked_on) value = w.value;
+    }
+    const std::string& sem = program_.semaphores[r.blocked_on].name;
+    operands_.clear();
+    operands_ += "wait ";
+    operands_ += sem;
+    operands_ += " >= ";
+    append_int(operands_, value);
+    proto_begin(track, operands_.view(), Category::semaphore);
+    arg(Arg::semaphore, sem);
+    arg(Arg::reaches, value);
+    proto_end(track, r.ready, semaphores_met);
+  }
+  if (r.pipeline_wait.value > 0 && filter_.keeps_span(semaphores_met.value, port_from.value)) {
+    proto_begin(track, "pipeline wait", Category::pipeline);
+    arg(Arg::why, "a producer's results on this engine, or the wake latency of a met semaphore");
+    proto_end(track, semaphores_met, port_from);
+  }
+  if (r.port_wait.value > 0 && filter_.keeps_span(port_from.value, r.start.value)) {
+    proto_begin(track, "port wait", Category::port);
+    arg(Arg::why, "a shared SBUF/PSUM port or PSUM bank is in use by another engine");
+    proto_end(track, port_from, r.start);
+  }
+  if (!filter_.keeps_span(r.start.value, r.end.value)) return;
+  proto_begin(track, isa::profiler_name_of(in.opcode), Category::instruction);
+  arg(Arg::opcode, isa::name_of(in.opcode));
+  arg(Arg::index, static_cast<int64_t>(r.index));
+  arg(Arg::label, in.label);
+  operands_.clear();
+  operands_ += "dst=";
+  append_pattern(operands_, in.dst);
+  for (int i = 0; i < 3; ++i) {
+    if (!in.src[i].present()) continue;
+    operands_ += " src";
+    operands_ += static_cast<char>('0' + i);
+    operands_ += '=';
+    append_pattern(operands_, in.src[i]);
+  }
+  arg(Arg::operands, operands_.view());
+  arg(Arg::cycles, static_cast<int64_t>(r.cycles.value));
+  arg(Arg::flops, static_cast<int64_t>(models::instruction_flops(in)));
+  if (in.opcode == isa::Opcode::activation) arg(Arg::function, isa::name_of(in.function));
+  if (isa::is_dma(in.opcode)) arg(Arg::queue, program_.queues[in.dma_queue].name);
+  if (in.source != 0) arg(Arg::source, program_.source_of(in));
+  proto_end(track, r.start, r.end);
+}
+
+void TraceWriter::proto_transfer(const models::TransferRecord& r, const isa::Instruction& in,
+                                 int tid) {
+  const uint64_t track = track_uuid(core_pid(static_cast<uint32_t>(r.core)), tid);
+  proto_begin(track, in.label.empty() ? std::string_view("dma_copy") : in.label, Category::dma);
+  arg(Arg::bytes, static_cast<int64_t>(r.bytes));
+  arg(Arg::dma_engines, static_cast<int64_t>(r.engines));
+  arg(Arg::descriptors, static_cast<int64_t>(r.descriptors));
+  arg(Arg::issued_by, name_of(r.issuer));
+  arg_double(Arg::issued_at_us, static_cast<double>(r.issued.value) * 1e-6);
+  operands_.clear();
+  append_pattern(operands_, in.src[0]);
+  arg(Arg::src, operands_.view());
+  operands_.clear();
+  append_pattern(operands_, in.dst);
+  arg(Arg::dst, operands_.view());
+  if (in.source != 0) arg(Arg::source, program_.source_of(in));
+  proto_end(track, r.start, r.end);
 }
 
 }  // namespace trnsim::sim

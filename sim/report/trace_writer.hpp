@@ -8,6 +8,11 @@
 // the instruction whose wait it released and, with a host model (a Host process with
 // `framework` and `runtime` lanes), from each kernel launch to the kernel on the device.
 // A TraceFilter keeps only some lanes or a time window.
+//
+// The same trace can be written as Perfetto's own protobuf format instead (trace.pftrace,
+// --trace-format perfetto): the same lanes (tracks under a track per process, in the JSON's
+// sort order), slices (a begin and an end event each), counters and flows, with names interned
+// so that a repeated name costs a varint. docs/metrics.md describes the mapping.
 #pragma once
 
 #include <array>
@@ -15,6 +20,7 @@
 #include <limits>
 #include <map>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "config/arch.hpp"
@@ -22,14 +28,20 @@
 #include "models/records/records.hpp"
 #include "sim/io/output_file.hpp"
 #include "sim/report/trace_filter.hpp"
+#include "sim/report/trace_lanes.hpp"
 #include "sim/report/trace_text.hpp"
 
 namespace trnsim::sim {
 
+enum class TraceFormat : uint8_t {
+  json,      // trace.json: Chrome trace-event JSON (the default)
+  perfetto,  // trace.pftrace: Perfetto's protobuf trace (TracePacket / TrackEvent)
+};
+
 class TraceWriter : public models::EventSink {
  public:
   TraceWriter(const std::string& path, const isa::Program& program, const config::ArchConfig& arch,
-              uint32_t cores = 1, TraceFilter filter = {});
+              uint32_t cores = 1, TraceFilter filter = {}, TraceFormat format = TraceFormat::json);
   // The names of the lanes and counters a trace of `program` has (what --trace-filter matches).
   static std::vector<std::string> lane_names(const isa::Program& program,
                                              const config::ArchConfig& arch);
@@ -48,7 +60,8 @@ class TraceWriter : public models::EventSink {
     for (const auto& l : lanes_) n += l.held.size();
     return n;
   }
-  // Events written so far (slices, flows, counter samples, metadata), for perf.json.
+  // Events written so far (JSON: slices, flows, counter samples, metadata; Perfetto: packets,
+  // two per slice), for perf.json.
   uint64_t events_written() const { return events_; }
   ~TraceWriter() override;
   TraceWriter(const TraceWriter&) = delete;
@@ -165,7 +178,8 @@ class TraceWriter : public models::EventSink {
   size_t held_steps_ = 0;  // over all lanes: release_steps() has nothing to do at 0
   // Issue times of the DMA transfers not yet completed (count per time), and the end of the
   // latest instruction: later records cannot bring steps before the smaller of the two.
-  std::map<int64_t, uint32_t> in_flight_;
+  std::map<int64_t, uint32_t> in_flight_;  // empty when the filter keeps no counter
+  bool counters_kept_ = false;
   int64_t latest_instruction_ = 0;
   uint32_t cores_;
 
@@ -184,6 +198,84 @@ class TraceWriter : public models::EventSink {
   static constexpr size_t kPatternCacheSize = 256;
   std::vector<CachedPattern> pattern_cache_ = std::vector<CachedPattern>(kPatternCacheSize);
   void append_pattern(TraceText& out, const isa::AccessPattern& ap);
+  // Perfetto's protobuf form (format perfetto): the same records, another encoding.
+  enum class Category : uint8_t {
+    instruction,
+    dma,
+    kernel,
+    host,
+    pipeline,
+    port,
+    semaphore,
+    launch,
+  };
+  enum class Arg : uint8_t {
+    why,
+    semaphore,
+    reaches,
+    opcode,
+    index,
+    label,
+    operands,
+    cycles,
+    flops,
+    function,
+    queue,
+    source,
+    bytes,
+    dma_engines,
+    descriptors,
+    issued_by,
+    issued_at_us,
+    src,
+    dst,
+    kernel,
+    launch_arrived_us,
+    op,
+  };
+  static constexpr uint64_t track_uuid(int pid, int tid) {
+    return (static_cast<uint64_t>(pid) + 1) << 32 | (static_cast<uint64_t>(tid) + 1);
+  }
+  static constexpr uint64_t process_uuid(int pid) { return (static_cast<uint64_t>(pid) + 1) << 32; }
+  static constexpr uint64_t counter_uuid(size_t lane_index) {
+    return (static_cast<uint64_t>(lane_index / kCounters) + 2) << 32 | 0x80000000u |
+           (lane_index % kCounters);
+  }
+  void proto_open(const std::vector<TraceLane>& lanes);
+  void proto_lane(int pid, int tid, std::string_view name, int sort_index);
+  void proto_instruction(const models::InstructionRecord& r, const isa::Instruction& in,
+                         Picoseconds semaphores_met, Picoseconds port_from);
+  void proto_transfer(const models::TransferRecord& r, const isa::Instruction& in, int tid);
+  // A slice: proto_begin() starts its begin event in event_, args are added, proto_end()
+  // writes it and its end event.
+  void proto_begin(uint64_t track, std::string_view name, Category category,
+                   uint64_t type = 1 /* TYPE_SLICE_BEGIN; an instant: 3 */);
+  void proto_end(uint64_t track, Picoseconds start, Picoseconds end);
+  void proto_flow(uint64_t track, int64_t ts_ps, uint64_t id, bool start, const char* name);
+  void arg(Arg a, std::string_view value);
+  void arg(Arg a, int64_t value);
+  void arg_double(Arg a, double value);
+  // Wraps event_ (and the names interned since the last packet) as one Trace.packet.
+  void proto_packet(TraceText& out, uint64_t timestamp_ns);
+  void proto_descriptor(TraceText& out, const TraceText& descriptor);
+  bool proto_ = false;
+  TraceText event_;     // the TrackEvent being written
+  TraceText interned_;  // InternedData entries not yet written
+  TraceText scratch_;   // a descriptor being written
+  // Event names interned the second time they come (a name seen once, such as the label of one
+  // transfer, is written in full): a direct-mapped table of the names seen, so that memory stays
+  // bounded however many distinct labels a program has. A name evicted and seen again is
+  // interned again under a new iid (allowed: an iid never names two strings).
+  struct NameSlot {
+    std::string name;
+    uint64_t iid = 0;  // 0: seen once, not interned
+    bool used = false;
+  };
+  static constexpr size_t kNameSlots = 4096;
+  std::vector<NameSlot> name_slots_ = std::vector<NameSlot>(kNameSlots);
+  uint64_t next_name_iid_ = 0;
+  std::vector<bool> counter_described_;  // per counter lane
+
   std::string write_error_;  // a write that failed during the run, reported by close()
   bool first_ = true;
   uint64_t events_ = 0;

@@ -190,10 +190,21 @@ RunOutcome execute_run(const RunOptions& o, LoadedWorkload* given, const HostDat
 
     make_output_directory(o.out);
     StatsCollector stats(k.program, arch, w.cores);
-    TraceWriter trace(o.out + "/trace.json", k.program, arch, w.cores, trace_filter);
+    // The trace: trace.json, or Perfetto's protobuf trace.pftrace, or none (--trace-format).
+    std::unique_ptr<TraceWriter> trace;
+    std::string trace_file;
+    if (o.trace_format != "none") {
+      const bool perfetto = o.trace_format == "perfetto";
+      trace_file = perfetto ? "trace.pftrace" : "trace.json";
+      trace = std::make_unique<TraceWriter>(o.out + "/" + trace_file, k.program, arch, w.cores,
+                                            trace_filter,
+                                            perfetto ? TraceFormat::perfetto : TraceFormat::json);
+    }
     ProfileCollector profile(k.program, arch);
     EventCounter counter;
-    std::vector<models::EventSink*> sinks = {&stats, &profile, &trace, &counter};
+    std::vector<models::EventSink*> sinks = {&stats, &profile};
+    if (trace) sinks.push_back(trace.get());
+    sinks.push_back(&counter);
     // The report keeps a compact record per slice in a temporary file until the run ends.
     std::unique_ptr<ReportWriter> report_page;
     if (o.report) {
@@ -217,8 +228,8 @@ RunOutcome execute_run(const RunOptions& o, LoadedWorkload* given, const HostDat
       return out;
     }
 
-    RunReport report{w,  arch,  k,  stats,   profile, result, result.end_time, o.timing_only,
-                     {}, o.out, {}, o.report};
+    RunReport report{w,  arch,  k,  stats,    profile,   result, result.end_time, o.timing_only,
+                     {}, o.out, {}, o.report, trace_file};
     for (size_t c = 0; c < memories.size() && !k.expected.empty(); ++c) {
       // The worst core's result stands for the run: a failure, else the largest error.
       const workloads::CheckResult r = workloads::check_outputs(k, *memories[c]);
@@ -258,7 +269,7 @@ RunOutcome execute_run(const RunOptions& o, LoadedWorkload* given, const HostDat
                               t->bytes()));
       }
     }
-    trace.close();  // writes the last counter samples (perf.json counts them)
+    if (trace) trace->close();  // writes the last counter samples (perf.json counts them)
     std::unique_ptr<OutputFile> perf;
     if (o.perf) {
       perf = std::make_unique<OutputFile>(o.out + "/perf.json");
@@ -270,7 +281,7 @@ RunOutcome execute_run(const RunOptions& o, LoadedWorkload* given, const HostDat
           {"simulated_transfers", counter.transfers},
           {"events", events},
           {"memory_system_events", result.memory_system_events},
-          {"trace_events", trace.events_written()},
+          {"trace_events", trace ? trace->events_written() : 0},
           {"simulated_time_ns", result.end_time.ns()},
           {"wall_seconds_load_and_lower", load_seconds},
           // validate, deadlock search, functional memory and inputs, opening the outputs
@@ -295,15 +306,15 @@ RunOutcome execute_run(const RunOptions& o, LoadedWorkload* given, const HostDat
     {
       // The renames go through together: an interruption finds all outputs or none in place.
       const DeferInterrupts defer;
-      trace.commit();
+      if (trace) trace->commit();
       stats_file.commit();
       for (auto& a : arrays) a->commit();
       if (report_page) report_page->commit();
       if (perf) perf->commit();
     }
-    spdlog::info("{}: wrote {}/{{stats.json,trace.json{}{}}} ({} trace events)", o.workload, o.out,
-                 report_page ? ",report.html" : "", perf ? ",perf.json" : "",
-                 trace.events_written());
+    spdlog::info("{}: wrote {}/{{stats.json{}{}{}}} ({} trace events)", o.workload, o.out,
+                 trace_file.empty() ? "" : "," + trace_file, report_page ? ",report.html" : "",
+                 perf ? ",perf.json" : "", trace ? trace->events_written() : 0);
     out.summary = summary_text(report);
     const std::vector<Finding> findings = diagnose(out.stats);
     if (!findings.empty()) {

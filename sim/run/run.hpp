@@ -19,6 +19,9 @@ struct RunOptions {
   bool perf = false;              // write perf.json (wall times, peak memory; not deterministic)
   std::vector<std::string> trace_filter;  // --trace-filter terms (sim/trace_filter.hpp)
   bool report = true;                     // write report.html (docs/report.md)
+  // The trace's format: "json" (trace.json, the default), "perfetto" (trace.pftrace, Perfetto's
+  // protobuf trace) or "none" (no trace).
+  std::string trace_format = "json";
 };
 
 struct RunOutcome {

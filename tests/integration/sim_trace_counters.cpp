@@ -202,3 +202,20 @@ TEST_CASE("trace counter steps held during the run stay bounded by the transfers
   w.commit();
   CHECK(counter_lines(path).size() == counters_sorted_at_the_end(ts).size());
 }
+
+TEST_CASE("trace timestamps are microseconds with six decimals, also negative and large") {
+  CHECK(sim::trace_timestamp(Picoseconds(0)) == "0.000000");
+  CHECK(sim::trace_timestamp(Picoseconds(1)) == "0.000001");
+  CHECK(sim::trace_timestamp(Picoseconds(12345678)) == "12.345678");
+  CHECK(sim::trace_timestamp(Picoseconds(1000000)) == "1.000000");
+  CHECK(sim::trace_timestamp(Picoseconds(999999)) == "0.999999");
+  CHECK(sim::trace_timestamp(Picoseconds(-1500)) == "-0.001500");
+  CHECK(sim::trace_timestamp(Picoseconds(-98765432100)) == "-98765.432100");
+  CHECK(sim::trace_timestamp(Picoseconds(INT64_MAX)) == "9223372036854.775807");
+  // Every fraction digit position, against the text printf gives.
+  for (int64_t v : {int64_t{10}, int64_t{203}, int64_t{4050}, int64_t{60708}, int64_t{123456},
+                    int64_t{7000009}, int64_t{52841010554000}}) {
+    CHECK(sim::trace_timestamp(Picoseconds(v)) ==
+          fmt::format("{}.{:06}", v / 1000000, v % 1000000));
+  }
+}
