@@ -638,7 +638,8 @@ LoweredKernel lower_attention(const Workload& w, const config::ArchConfig& arch,
     const std::vector<int64_t> shape = {heads, seq, d};
     auto random = [&](const char* name) {
       HostTensor t{name, dt, shape, std::vector<float>(static_cast<size_t>(heads) * head_elems)};
-      for (float& v : t.values) v = isa::round_to(dt, static_cast<float>(rng.normal()));
+      rng.fill_normal(t.values.data(), t.values.size(),
+                      [dt](double n) { return isa::round_to(dt, static_cast<float>(n)); });
       return t;
     };
     HostTensor q = random("q"), kk = random("k"), v = random("v");
