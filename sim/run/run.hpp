@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "sim/io/exit_codes.hpp"
+#include "sim/io/progress.hpp"
 #include "sim/run/load.hpp"
 
 namespace trnsim::sim {
@@ -19,6 +20,8 @@ struct RunOptions {
   bool perf = false;              // write perf.json (wall times, peak memory; not deterministic)
   std::vector<std::string> trace_filter;  // --trace-filter terms (sim/trace_filter.hpp)
   bool report = true;                     // write report.html (docs/report.md)
+  // The progress line on stderr (sim/io/progress.hpp): automatic, or forced on or off.
+  ProgressMode progress = ProgressMode::automatic;
 };
 
 struct RunOutcome {
