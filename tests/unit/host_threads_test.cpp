@@ -9,6 +9,7 @@
 
 #include "base/host_threads.hpp"
 #include "isa/dtype.hpp"
+#include "workloads/kernels/attention.hpp"
 #include "workloads/kernels/kernel.hpp"
 #include "workloads/kernels/matmul.hpp"
 #include "workloads/kernels/tile_ops.hpp"
@@ -62,11 +63,10 @@ TEST_CASE("host threads: parallel_chunks runs every chunk once, in chunks of the
   CHECK(chunks.size() == 16);  // 15 of 64 and one of 40
   for (const auto& [b, e] : chunks) CHECK((b % 64 == 0 && (e - b == 64 || e == 1000)));
   // An exception in a chunk reaches the caller.
-  CHECK_THROWS_AS(trnsim::base::parallel_chunks(
-                      100, 1,
-                      [](size_t b, size_t) {
-                        if (b == 37) throw std::runtime_error("chunk 37");
-                      }),
+  CHECK_THROWS_AS(trnsim::base::parallel_chunks(100, 1,
+                                                [](size_t b, size_t) {
+                                                  if (b == 37) throw std::runtime_error("chunk 37");
+                                                }),
                   std::runtime_error);
 }
 
@@ -107,4 +107,29 @@ TEST_CASE("references: matmul in single precision for bf16 is within 1% of the c
   const ThreadLimit one("1");
   CHECK(trnsim::workloads::matmul_reference(a, b, m, k, n, DType::bf16) == fast);
   CHECK(trnsim::workloads::matmul_reference(a, b, m, k, n) == exact);
+}
+
+TEST_CASE("references: attention in single precision is within 1% of the fp16 check's allowance",
+          "[unit][attention][threads]") {
+  const int64_t heads = 2, seq = 2048, d = 128;
+  const size_t n = static_cast<size_t>(heads * seq * d);
+  const std::vector<float> q = bf16_normals(3, n), k = bf16_normals(4, n), v = bf16_normals(5, n);
+  // fp16's is the tighter of the two checks that take the fp32 reference (lower_attention).
+  const double u = trnsim::workloads::rounding_unit(DType::fp16);
+  const double atol = 6 * u, rtol = 3 * u;
+  for (bool causal : {false, true}) {
+    const std::vector<float> exact =
+        trnsim::workloads::attention_reference(q, k, v, heads, seq, d, causal);
+    const std::vector<float> fast =
+        trnsim::workloads::attention_reference(q, k, v, heads, seq, d, causal, DType::fp16);
+    double worst = 0;
+    for (size_t i = 0; i < n; ++i) {
+      const double allowed = atol + rtol * std::abs(exact[i]);
+      worst = std::max(worst, std::abs(static_cast<double>(fast[i]) - exact[i]) / allowed);
+    }
+    CHECK(worst < 0.01);
+    const ThreadLimit one("1");
+    CHECK(trnsim::workloads::attention_reference(q, k, v, heads, seq, d, causal, DType::fp16) ==
+          fast);
+  }
 }
