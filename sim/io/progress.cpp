@@ -100,7 +100,8 @@ std::string ProgressLine::text(const char* phase, double elapsed_s, uint64_t don
     // The rate so far stands for the rest: a kernel's instructions are alike enough that
     // this is the estimate a user can act on; none before half a second of data.
     if (total > done && sim_elapsed_s >= 0.5) {
-      line += fmt::format(", about {} left", duration_text(static_cast<double>(total - done) / rate));
+      line +=
+          fmt::format(", about {} left", duration_text(static_cast<double>(total - done) / rate));
     }
   }
   return line;
@@ -127,15 +128,14 @@ void ProgressLine::draw() {
   const double elapsed = std::chrono::duration<double>(now - start_).count();
   const int64_t sim_start = sim_start_ns_.load(std::memory_order_relaxed);
   const double sim_elapsed = sim_start < 0 ? -1.0 : elapsed - static_cast<double>(sim_start) / 1e9;
-  std::string line = text(phase_.load(std::memory_order_relaxed), elapsed,
-                          instructions_.load(std::memory_order_relaxed),
-                          total_.load(std::memory_order_relaxed),
-                          simulated_ps_.load(std::memory_order_relaxed), sim_elapsed);
+  std::string line =
+      text(phase_.load(std::memory_order_relaxed), elapsed,
+           instructions_.load(std::memory_order_relaxed), total_.load(std::memory_order_relaxed),
+           simulated_ps_.load(std::memory_order_relaxed), sim_elapsed);
   // A line longer than the terminal would wrap, and the carriage return would then redraw
   // only its last row: cut it to the width.
   winsize ws{};
-  if (::ioctl(STDERR_FILENO, TIOCGWINSZ, &ws) == 0 && ws.ws_col > 1 &&
-      line.size() >= ws.ws_col) {
+  if (::ioctl(STDERR_FILENO, TIOCGWINSZ, &ws) == 0 && ws.ws_col > 1 && line.size() >= ws.ws_col) {
     line.resize(ws.ws_col - 1);
   }
   line = "\r" + line + "\033[K";
