@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "sim/io/interrupt.hpp"
+#include "sim/io/progress.hpp"
 #include "sim/report/compare.hpp"
 #include "sim/report/explain.hpp"
 #include "sim/run/check.hpp"
@@ -34,7 +35,7 @@ namespace {
 
 constexpr const char* kUsage =
     "usage: trnsim WORKLOAD.json|PROGRAM.tasm [--arch PRESET|FILE] [--out DIR] [--timing-only]\n"
-    "              [--no-report] [--set NAME=VALUE]... [-v]\n"
+    "              [--no-report] [--set NAME=VALUE]... [--progress|--no-progress] [-v]\n"
     "       trnsim run KERNEL.py [--kernel NAME] [--input NAME=SHAPE[:DTYPE]|NAME=FILE.npy]...\n"
     "              [--grid G]              an NKI kernel (docs/nki.md)\n"
     "       trnsim asm PROGRAM.tasm [-o OUT.json]   assemble (adds synchronization)\n"
@@ -84,6 +85,16 @@ CLI::Validator not_empty(const char* expected) {
       },
       "");
 }
+// stderr's logger sink, which erases the progress line before each message and holds it off
+// until the message is out (sim/io/progress.hpp).
+class StderrBesideProgress : public spdlog::sinks::stderr_color_sink_mt {
+ public:
+  void log(const spdlog::details::log_msg& msg) override {
+    const trnsim::sim::ProgressPause pause;
+    spdlog::sinks::stderr_color_sink_mt::log(msg);
+  }
+};
+
 const char* const kArchExpected = "a preset (trn1, trn2, trn3) or an arch JSON file";
 const char* const kDirExpected = "a directory name";
 
@@ -106,7 +117,9 @@ int main(int argc, char* argv[]) {
 int sc_main(int argc, char* argv[]) {
   // Ctrl-C and SIGTERM remove the unfinished outputs and exit 130 / 143 (sim/io/interrupt.hpp).
   trnsim::sim::install_interrupt_handlers();
-  auto logger = spdlog::stderr_color_mt("trnsim");
+  auto logger =
+      std::make_shared<spdlog::logger>("trnsim", std::make_shared<StderrBesideProgress>());
+  spdlog::register_logger(logger);
   logger->set_pattern("trnsim: %^%l%$: %v");
   spdlog::set_default_logger(logger);
   spdlog::set_level(spdlog::level::warn);
@@ -414,6 +427,13 @@ int sc_main(int argc, char* argv[]) {
                  "Perfetto's protobuf trace: smaller and faster to write) or none")
       ->capture_default_str()
       ->check(CLI::IsMember({"json", "perfetto", "none"}));
+  bool progress = false, no_progress = false;
+  auto* progress_flag =
+      app.add_flag("--progress", progress,
+                   "show the progress line on stderr from the start, even when stderr is not a "
+                   "terminal (default: after about a second, on a terminal only)");
+  app.add_flag("--no-progress", no_progress, "never show the progress line")
+      ->excludes(progress_flag);
   bool verbose = false;
   app.add_flag("-v,--verbose", verbose, "log what the simulator does");
   trnsim::sim::NkiKernelOptions nki;
@@ -426,6 +446,8 @@ int sc_main(int argc, char* argv[]) {
   if (const int rc = parse(app, args); rc >= 0) return rc;
   if (verbose) spdlog::set_level(spdlog::level::debug);
   o.report = !no_report;
+  if (progress) o.progress = trnsim::sim::ProgressMode::on;
+  if (no_progress) o.progress = trnsim::sim::ProgressMode::off;
   if (trnsim::sim::is_python_kernel(o.workload)) return trnsim::sim::run_nki_kernel(o, nki);
   if (!nki.kernel.empty() || !nki.inputs.empty() || !nki.grid.empty()) {
     spdlog::error("--kernel, --input and --grid are for NKI kernels (a .py file); {} is not one",

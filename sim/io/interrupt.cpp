@@ -1,5 +1,7 @@
 #include "sim/io/interrupt.hpp"
 
+#include "sim/io/progress.hpp"
+
 #include <dirent.h>
 #include <fcntl.h>
 #include <linux/limits.h>
@@ -119,6 +121,7 @@ extern "C" void on_interrupt(int sig) {
       remove_directory(s.path);
     }
   }
+  erase_progress_line_on_signal();  // the message starts a line of its own
   say("trnsim: interrupted by ");
   say(signal_name(sig));
   if (stopped > 0) {

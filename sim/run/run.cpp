@@ -94,14 +94,22 @@ uint64_t peak_rss_bytes() {
   return static_cast<uint64_t>(u.ru_maxrss) * 1024;  // Linux reports KiB
 }
 
-// Counts what the simulation processed: records of instructions, transfers and kernels.
+// Counts what the simulation processed: records of instructions, transfers and kernels; and
+// tells the progress line (two relaxed stores per instruction).
 class EventCounter : public models::EventSink {
  public:
-  void on_instruction(const models::InstructionRecord&) override { ++instructions; }
+  explicit EventCounter(ProgressLine& progress) : progress_(progress) {}
+  void on_instruction(const models::InstructionRecord& r) override {
+    ++instructions;
+    progress_.instruction_done(r.end.value);
+  }
   void on_transfer(const models::TransferRecord&) override { ++transfers; }
   void on_kernel(const models::KernelRecord&) override { ++other; }
   void on_host(const models::HostRecord&) override { ++other; }
   uint64_t instructions = 0, transfers = 0, other = 0;
+
+ private:
+  ProgressLine& progress_;
 };
 
 }  // namespace
@@ -136,6 +144,9 @@ RunOutcome execute_run(const RunOptions& o, LoadedWorkload* given, const HostDat
   out.exit_code = kBadInput;
   const auto t0 = std::chrono::steady_clock::now();
   const double cpu0 = cpu_seconds();
+  // Erased when this returns, before the caller prints the summary or an error.
+  ProgressLine progress(o.progress);
+  progress.set_phase("loading and lowering");
   try {
     const TraceFilter trace_filter = parse_trace_filter(o.trace_filter);
     const LoadedWorkload in = given != nullptr
@@ -175,6 +186,7 @@ RunOutcome execute_run(const RunOptions& o, LoadedWorkload* given, const HostDat
 
     spdlog::info("{}: the program is valid for {} and cannot deadlock", o.workload, arch.name);
     check_trace_filter(trace_filter, TraceWriter::lane_names(k.program, arch));
+    progress.set_phase("preparing");
 
     // One functional state per core: each core runs the kernel on its own tensors.
     std::vector<std::unique_ptr<isa::MemoryImage>> memories;
@@ -201,7 +213,7 @@ RunOutcome execute_run(const RunOptions& o, LoadedWorkload* given, const HostDat
                                             perfetto ? TraceFormat::perfetto : TraceFormat::json);
     }
     ProfileCollector profile(k.program, arch);
-    EventCounter counter;
+    EventCounter counter(progress);
     std::vector<models::EventSink*> sinks = {&stats, &profile};
     if (trace) sinks.push_back(trace.get());
     sinks.push_back(&counter);
@@ -215,9 +227,11 @@ RunOutcome execute_run(const RunOptions& o, LoadedWorkload* given, const HostDat
     Fanout sink(sinks);
     const auto t_sim = std::chrono::steady_clock::now();
     const double cpu_sim = cpu_seconds();
+    progress.start_simulation(k.program.instruction_count() * w.cores);
     const models::SimulationResult result = models::simulate(k.program, arch, memory_ptrs, sink);
     const double sim_seconds = seconds_since(t_sim);
     const double sim_cpu = cpu_seconds() - cpu_sim;
+    progress.set_phase("checking and writing outputs");
     spdlog::info("{}: simulated {:.3f} us in {:.3f} s: {} instructions, {} DMA transfers",
                  o.workload, result.end_time.us(), sim_seconds, counter.instructions,
                  counter.transfers);

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "sim/io/exit_codes.hpp"
+#include "sim/io/progress.hpp"
 #include "sim/run/load.hpp"
 
 namespace trnsim::sim {
@@ -22,6 +23,8 @@ struct RunOptions {
   // The trace's format: "json" (trace.json, the default), "perfetto" (trace.pftrace, Perfetto's
   // protobuf trace) or "none" (no trace).
   std::string trace_format = "json";
+  // The progress line on stderr (sim/io/progress.hpp): automatic, or forced on or off.
+  ProgressMode progress = ProgressMode::automatic;
 };
 
 struct RunOutcome {

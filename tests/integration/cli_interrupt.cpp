@@ -135,6 +135,26 @@ TEST_CASE("interrupt: SIGINT or SIGTERM during a run removes its unfinished outp
   }
 }
 
+TEST_CASE("interrupt: the progress line is erased before the message (issue 20, item 5)") {
+  const std::string dir = fresh_dir("interrupt_progress");
+  const std::string w = write_file(dir, "long.json", kLongWorkload);
+  const std::string out = dir + "/out";
+  const pid_t pid = start({w, "--timing-only", "--progress", "--out", out}, dir);
+  REQUIRE(pid > 0);
+  const bool running = wait_for_trace_in_progress(pid, dir);
+  if (!running) ::kill(pid, SIGKILL);
+  REQUIRE(running);
+  const Ended e = interrupt(pid, SIGINT, dir);
+  INFO(e.err);
+  CHECK(e.shell_status == 130);
+  // Lines drawn over each other, then erased, then the message on a line of its own.
+  const std::string message =
+      "\r\033[Ktrnsim: interrupted by SIGINT; removed 2 unfinished output files\n";
+  REQUIRE(e.err.size() > message.size());
+  CHECK(e.err.substr(e.err.size() - message.size()) == message);
+  CHECK(e.err.find("\rtrnsim: simulating: ") != std::string::npos);
+}
+
 TEST_CASE("interrupt: SIGTERM to a sweep stops its points and leaves no temporary file") {
   const std::string dir = fresh_dir("interrupt_sweep");
   write_file(dir, "long.json", kLongWorkload);

@@ -1024,7 +1024,8 @@ std::vector<float> input_values(const Workload& w, const GraphInput& in, size_t 
   SeededRandom rng(w.seed * 1000003 + index);
   switch (in.init.kind) {
     case GraphInit::Kind::normal:
-      for (float& f : v) f = static_cast<float>(in.init.a + in.init.b * rng.normal());
+      rng.fill_normal(v.data(), v.size(),
+                      [&](double n) { return static_cast<float>(in.init.a + in.init.b * n); });
       break;
     case GraphInit::Kind::uniform:
       for (float& f : v)

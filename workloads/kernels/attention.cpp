@@ -94,12 +94,15 @@ AttentionChoices parse_attention_choices(const Workload& w, const config::ArchCo
   return c;
 }
 
-std::vector<float> attention_reference(const std::vector<float>& q, const std::vector<float>& k,
-                                       const std::vector<float>& v, int64_t heads, int64_t seq,
-                                       int64_t head_dim, bool causal) {
-  using Matrix = Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+namespace {
+
+template <typename Real>
+std::vector<float> attention_in(const std::vector<float>& q, const std::vector<float>& k,
+                                const std::vector<float>& v, int64_t heads, int64_t seq,
+                                int64_t head_dim, bool causal) {
+  using Matrix = Eigen::Matrix<Real, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
   std::vector<float> o(q.size());
-  const double scale = 1.0 / std::sqrt(static_cast<double>(head_dim));
+  const Real scale = static_cast<Real>(1.0 / std::sqrt(static_cast<double>(head_dim)));
   for (int64_t h = 0; h < heads; ++h) {
     const size_t base = static_cast<size_t>(h * seq * head_dim);
     auto load = [&](const std::vector<float>& t) {
@@ -108,27 +111,46 @@ std::vector<float> attention_reference(const std::vector<float>& q, const std::v
       return m;
     };
     const Matrix Q = load(q), K = load(k), V = load(v);
-    // Rows in blocks, so that no seq x seq matrix is held.
-    for (int64_t r0 = 0; r0 < seq; r0 += 128) {
-      const int64_t rows = std::min<int64_t>(128, seq - r0);
-      Matrix s = Q.middleRows(r0, rows) * K.transpose() * scale;
-      for (int64_t i = 0; i < rows; ++i) {
-        const int64_t seen = causal ? r0 + i + 1 : seq;
-        const double mx = s.row(i).head(seen).maxCoeff();
-        double sum = 0;
-        for (int64_t j = 0; j < seq; ++j) {
-          s(i, j) = j < seen ? std::exp(s(i, j) - mx) : 0.0;
-          sum += s(i, j);
+    // Rows in blocks, so that no seq x seq matrix is held; the blocks are independent and run
+    // on the host's threads (each block's arithmetic is the same on any number of them).
+    const auto blocks = static_cast<size_t>((seq + 127) / 128);
+    base::parallel_chunks(blocks, 1, [&](size_t first, size_t last) {
+      for (size_t b = first; b < last; ++b) {
+        const int64_t r0 = static_cast<int64_t>(b) * 128;
+        const int64_t rows = std::min<int64_t>(128, seq - r0);
+        Matrix s = Q.middleRows(r0, rows) * K.transpose() * scale;
+        for (int64_t i = 0; i < rows; ++i) {
+          const int64_t seen = causal ? r0 + i + 1 : seq;
+          const Real mx = s.row(i).head(seen).maxCoeff();
+          Real sum = 0;
+          for (int64_t j = 0; j < seq; ++j) {
+            s(i, j) = j < seen ? std::exp(s(i, j) - mx) : Real(0);
+            sum += s(i, j);
+          }
+          s.row(i) /= sum;
         }
-        s.row(i) /= sum;
+        const Matrix out = s * V;
+        for (int64_t i = 0; i < rows * head_dim; ++i) {
+          o[base + static_cast<size_t>(r0 * head_dim + i)] = static_cast<float>(out.data()[i]);
+        }
       }
-      const Matrix out = s * V;
-      for (int64_t i = 0; i < rows * head_dim; ++i) {
-        o[base + static_cast<size_t>(r0 * head_dim + i)] = static_cast<float>(out.data()[i]);
-      }
-    }
+    });
   }
   return o;
+}
+
+}  // namespace
+
+std::vector<float> attention_reference(const std::vector<float>& q, const std::vector<float>& k,
+                                       const std::vector<float>& v, int64_t heads, int64_t seq,
+                                       int64_t head_dim, bool causal, DType out) {
+  // bf16 and fp16 outputs are checked to 6 and 3 rounding units of their dtype (2^-8, 2^-11)
+  // absolute and relative; an fp32 evaluation's error is a few 2^-24 of the output (the
+  // softmax's weights sum to 1, its exps and the two 128-deep and seq-long dot products round
+  // in fp32): thousands of times smaller than the bf16 check, over 100 times the fp16 one.
+  // An fp32 output's check (1e-4) keeps the double evaluation.
+  if (out == DType::fp32) return attention_in<double>(q, k, v, heads, seq, head_dim, causal);
+  return attention_in<float>(q, k, v, heads, seq, head_dim, causal);
 }
 
 LoweredKernel lower_attention(const Workload& w, const config::ArchConfig& arch, bool functional) {
@@ -638,13 +660,14 @@ LoweredKernel lower_attention(const Workload& w, const config::ArchConfig& arch,
     const std::vector<int64_t> shape = {heads, seq, d};
     auto random = [&](const char* name) {
       HostTensor t{name, dt, shape, std::vector<float>(static_cast<size_t>(heads) * head_elems)};
-      for (float& v : t.values) v = isa::round_to(dt, static_cast<float>(rng.normal()));
+      rng.fill_normal(t.values.data(), t.values.size(),
+                      [dt](double n) { return isa::round_to(dt, static_cast<float>(n)); });
       return t;
     };
     HostTensor q = random("q"), kk = random("k"), v = random("v");
-    k.expected.push_back(
-        HostTensor{"o", dt, shape,
-                   attention_reference(q.values, kk.values, v.values, heads, seq, d, c.causal)});
+    k.expected.push_back(HostTensor{
+        "o", dt, shape,
+        attention_reference(q.values, kk.values, v.values, heads, seq, d, c.causal, dt)});
     k.inputs.push_back(std::move(q));
     k.inputs.push_back(std::move(kk));
     k.inputs.push_back(std::move(v));

@@ -25,9 +25,11 @@ ParamSpace attention_space(const Workload& w, const config::ArchConfig& arch);
 AttentionChoices parse_attention_choices(const Workload& w, const config::ArchConfig& arch);
 LoweredKernel lower_attention(const Workload& w, const config::ArchConfig& arch, bool functional);
 
-// The reference, in double precision from the same (dtype-rounded) inputs, each [heads, seq, d].
+// The reference from the same (dtype-rounded) inputs, each [heads, seq, d]: in double precision
+// for an fp32 output, in fp32 for bf16 and fp16 ones (attention.cpp says why that is enough).
 std::vector<float> attention_reference(const std::vector<float>& q, const std::vector<float>& k,
                                        const std::vector<float>& v, int64_t heads, int64_t seq,
-                                       int64_t head_dim, bool causal);
+                                       int64_t head_dim, bool causal,
+                                       isa::DType out = isa::DType::fp32);
 
 }  // namespace trnsim::workloads

@@ -11,7 +11,7 @@ WorkloadError::WorkloadError(const std::string& file, const std::string& where,
     : std::runtime_error(fmt::format("{}: {}: {}", file, where, what)) {}
 
 uint64_t SeededRandom::next() {
-  uint64_t z = (state_ += 0x9e3779b97f4a7c15ULL);
+  uint64_t z = (state_ += kIncrement);
   z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
   z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
   return z ^ (z >> 31);

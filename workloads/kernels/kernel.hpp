@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "base/host_threads.hpp"
 #include "base/names.hpp"
 #include "isa/dtype.hpp"
 #include "isa/program.hpp"
@@ -91,7 +92,24 @@ class SeededRandom {
   uint64_t next();   // splitmix64
   double uniform();  // [0, 1)
   double normal();   // Box-Muller
+
+  // out[i] = value(normal()) for i in [0, count): the same values, and the same state after,
+  // as `count` calls of normal() in turn, computed on base::host_threads() threads. splitmix64
+  // is a counter (each next() adds a constant to the state), so the i-th normal starts from a
+  // state known in advance; the log and cos of Box-Muller are most of an input's cost.
+  template <typename Value>
+  void fill_normal(float* out, size_t count, const Value& value) {
+    const uint64_t start = state_;
+    base::parallel_chunks(count, kFillChunk, [&](size_t begin, size_t end) {
+      SeededRandom r(start + 2 * kIncrement * begin);  // normal() takes two next()
+      for (size_t i = begin; i < end; ++i) out[i] = value(r.normal());
+    });
+    state_ = start + 2 * kIncrement * count;
+  }
+
  private:
+  static constexpr uint64_t kIncrement = 0x9e3779b97f4a7c15ULL;  // splitmix64's step
+  static constexpr size_t kFillChunk = 1 << 16;
   uint64_t state_;
 };
 

@@ -305,7 +305,8 @@ LoweredKernel lower_layernorm(const Workload& w, const config::ArchConfig& arch,
   if (functional) {
     SeededRandom rng(w.seed);
     // x ~ 1 + 2 N(0, 1): a mean away from zero, which the normalisation must remove.
-    HostTensor x = random_tensor("x", dt, w.shape, [&] { return 1.0 + 2.0 * rng.normal(); });
+    HostTensor x =
+        random_normal_tensor("x", dt, w.shape, rng, [](double n) { return 1.0 + 2.0 * n; });
     HostTensor gamma = random_tensor("gamma", dt, {hidden}, [&] { return 0.5 + rng.uniform(); });
     HostTensor beta = random_tensor("beta", dt, {hidden}, [&] { return rng.uniform() - 0.5; });
     k.expected.push_back(HostTensor{

@@ -207,15 +207,70 @@ uint64_t matmul_sbuf_bytes(const MatmulChoices& c, const MatmulTiles& t,
   return plan_matmul(c, t, shape, isa::size_of(dt)).total();
 }
 
+namespace {
+
+// The reference's output tiles (one task each for base::parallel_chunks) and its K chunks. The
+// tiles are fixed, not derived from the number of threads, so that every element is computed
+// by the same sequence of operations on any machine; a chunk of 256 is at most the depth Eigen
+// sums in registers in one pass (its kc, 504 for float with a 32 KiB L1, at least 256 for any
+// L1 of 17 KiB or more), so each chunk's dot product is one sequential fp32 sum.
+constexpr int64_t kReferenceRows = 128;
+constexpr int64_t kReferenceCols = 1024;
+constexpr int64_t kReferenceDepth = 256;
+
+}  // namespace
+
 std::vector<float> matmul_reference(const std::vector<float>& a, const std::vector<float>& b,
-                                    int64_t m, int64_t k, int64_t n) {
+                                    int64_t m, int64_t k, int64_t n, DType out) {
   using RowMajorF = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
   using RowMajorD = Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
   const Eigen::Map<const RowMajorF> A(a.data(), m, k);
   const Eigen::Map<const RowMajorF> B(b.data(), k, n);
-  const RowMajorD C = A.cast<double>() * B.cast<double>();
-  std::vector<float> c(static_cast<size_t>(m * n));
-  for (int64_t i = 0; i < m * n; ++i) c[i] = static_cast<float>(C.data()[i]);
+  std::vector<float> c(static_cast<size_t>(m * n), 0.0f);
+  Eigen::Map<RowMajorF> C(c.data(), m, n);
+  const int64_t col_tiles = ceil_div(n, kReferenceCols);
+  const auto tiles = static_cast<size_t>(ceil_div(m, kReferenceRows) * col_tiles);
+  auto tile_of = [&](size_t t, int64_t& r0, int64_t& c0, int64_t& rows, int64_t& cols) {
+    r0 = static_cast<int64_t>(t) / col_tiles * kReferenceRows;
+    c0 = static_cast<int64_t>(t) % col_tiles * kReferenceCols;
+    rows = std::min(kReferenceRows, m - r0);
+    cols = std::min(kReferenceCols, n - c0);
+  };
+  Eigen::initParallel();
+  if (out == DType::fp32) {
+    // An fp32 output is checked to 1e-4 of its RMS, within reach of an fp32 sum's own error
+    // over a long K: the sums are in double, rounded once.
+    const RowMajorD Ad = A.cast<double>(), Bd = B.cast<double>();
+    base::parallel_chunks(tiles, 1, [&](size_t begin, size_t end) {
+      for (size_t t = begin; t < end; ++t) {
+        int64_t r0 = 0, c0 = 0, rows = 0, cols = 0;
+        tile_of(t, r0, c0, rows, cols);
+        const RowMajorD part = Ad.middleRows(r0, rows) * Bd.middleCols(c0, cols);
+        C.block(r0, c0, rows, cols) = part.cast<float>();
+      }
+    });
+    return c;
+  }
+  // bf16, fp16 and fp8 outputs. Their inputs' products are exact in fp32 (at most 11 + 11
+  // significant bits), so the reference's error is that of the fp32 additions: each rounds by
+  // at most 2^-24 of the running sum, and over K terms of random sign these errors add up like
+  // a random walk, to about 2^-24 sqrt(K) |sum|, i.e. 5e-6 of the output for K = 8192 (and
+  // 4 x 10^-5 for the 1,048,576 the largest one-core matmul could take). The tightest of these
+  // checks allows 1e-3 of the output's RMS absolute plus 1e-2 (bf16), 2e-3 (fp16) of the value:
+  // the reference's error is under 1% of the allowance, which is spent on the hardware's own
+  // rounding to the dtype (2^-9 for bf16). tests/unit/matmul_lowering_test.cpp measures it
+  // against the double-precision reference.
+  base::parallel_chunks(tiles, 1, [&](size_t begin, size_t end) {
+    for (size_t t = begin; t < end; ++t) {
+      int64_t r0 = 0, c0 = 0, rows = 0, cols = 0;
+      tile_of(t, r0, c0, rows, cols);
+      for (int64_t k0 = 0; k0 < k; k0 += kReferenceDepth) {
+        const int64_t depth = std::min(kReferenceDepth, k - k0);
+        C.block(r0, c0, rows, cols).noalias() +=
+            A.block(r0, k0, rows, depth) * B.block(k0, c0, depth, cols);
+      }
+    }
+  });
   return c;
 }
 
@@ -597,9 +652,10 @@ LoweredKernel lower_matmul(const Workload& w, const config::ArchConfig& arch, bo
   if (functional) {
     SeededRandom rng(w.seed);
     std::vector<float> av(static_cast<size_t>(M * K)), bv(static_cast<size_t>(K * N));
-    for (float& v : av) v = isa::round_to(dt, static_cast<float>(rng.normal()));
-    for (float& v : bv) v = isa::round_to(dt, static_cast<float>(rng.normal()));
-    std::vector<float> expected = matmul_reference(av, bv, M, K, N);
+    auto value = [dt](double n) { return isa::round_to(dt, static_cast<float>(n)); };
+    rng.fill_normal(av.data(), av.size(), value);
+    rng.fill_normal(bv.data(), bv.size(), value);
+    std::vector<float> expected = matmul_reference(av, bv, M, K, N, dt);
     k.tolerance = output_tolerance(dt, expected);
     if (c.strategy == 4 && K > plan.bk) {
       // The tutorial's kernel adds each K block's PSUM result into result tiles held in the

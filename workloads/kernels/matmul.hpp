@@ -47,8 +47,12 @@ LoweredKernel lower_matmul(const Workload& w, const config::ArchConfig& arch, bo
 uint64_t matmul_sbuf_bytes(const MatmulChoices& c, const MatmulTiles& t,
                            const std::vector<int64_t>& shape, isa::DType dt);
 
-// c = a @ b in double precision from a [M, K] and b [K, N] (row-major).
+// c = a @ b from a [M, K] and b [K, N] (row-major), for an output of dtype `out`: in double
+// precision for fp32; for the narrower dtypes in single precision (fp32 sums of 256-term fp32
+// dot products, in a fixed order), which is exact enough for their tolerance (matmul.cpp says
+// why). On base::host_threads() threads; the same bytes on any number of them.
 std::vector<float> matmul_reference(const std::vector<float>& a, const std::vector<float>& b,
-                                    int64_t m, int64_t k, int64_t n);
+                                    int64_t m, int64_t k, int64_t n,
+                                    isa::DType out = isa::DType::fp32);
 
 }  // namespace trnsim::workloads

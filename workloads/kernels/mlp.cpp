@@ -392,7 +392,8 @@ LoweredKernel lower_mlp(const Workload& w, const config::ArchConfig& arch, bool 
     SeededRandom rng(w.seed);
     // Weights scaled by 1/sqrt(fan-in) so the activation sees values of order 1.
     auto fill = [&](std::vector<float>& v, double scale) {
-      for (float& e : v) e = isa::round_to(dt, static_cast<float>(rng.normal() * scale));
+      rng.fill_normal(v.data(), v.size(),
+                      [&](double n) { return isa::round_to(dt, static_cast<float>(n * scale)); });
     };
     std::vector<float> xv(static_cast<size_t>(M * D)), w1v(static_cast<size_t>(D * F)),
         w2v(static_cast<size_t>(F * D));

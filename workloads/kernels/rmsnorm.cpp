@@ -204,7 +204,7 @@ LoweredKernel lower_rmsnorm_fused(const Workload& w, const config::ArchConfig& a
 
   if (functional) {
     SeededRandom rng(w.seed);
-    HostTensor x = random_tensor("x", dt, w.shape, [&] { return rng.normal(); });
+    HostTensor x = random_normal_tensor("x", dt, w.shape, rng, [](double n) { return n; });
     HostTensor gamma = random_tensor("gamma", dt, {hidden}, [&] { return 0.5 + rng.uniform(); });
     k.expected.push_back(HostTensor{
         "y", dt, w.shape, rmsnorm_reference(x.values, gamma.values, rows, hidden, w.eps)});

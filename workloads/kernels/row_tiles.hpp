@@ -72,5 +72,18 @@ RowTensors add_row_tensors(isa::Program& p, const Workload& w,
 // A host tensor of `shape` whose values draw() gives in order, each rounded to `dt`.
 HostTensor random_tensor(std::string name, isa::DType dt, std::vector<int64_t> shape,
                          const std::function<double()>& draw);
+// The same for draws of rng.normal(): value(x) of the i-th normal, rounded to `dt`; the same
+// values and rng state as random_tensor(name, dt, shape, [&] { return value(rng.normal()); }),
+// on base::host_threads() threads (SeededRandom::fill_normal).
+template <typename Value>
+HostTensor random_normal_tensor(std::string name, isa::DType dt, std::vector<int64_t> shape,
+                                SeededRandom& rng, const Value& value) {
+  size_t n = 1;
+  for (int64_t d : shape) n *= static_cast<size_t>(d);
+  HostTensor t{std::move(name), dt, std::move(shape), std::vector<float>(n)};
+  rng.fill_normal(t.values.data(), n,
+                  [&](double x) { return isa::round_to(dt, static_cast<float>(value(x))); });
+  return t;
+}
 
 }  // namespace trnsim::workloads
