@@ -385,3 +385,32 @@ TEST_CASE("graph check tolerance widens as the square root of the roundings on t
   const LoweredKernel three = lower(parse(branches), arch, false);
   CHECK(three.tolerance.rtol == Approx(2e-2 * std::sqrt(3.0)));
 }
+
+// A bf16 matmul's reference sums in fp32 (matmul_reference), an fp32 one in double: on the same
+// bf16-exact inputs, at K = 2048, both with and without transpose_b, the two agree far inside
+// the bf16 check's allowance (1e-2 absolute at these magnitudes).
+TEST_CASE("the graph reference sums a low-precision matmul in fp32, as close as double") {
+  const int64_t m = 64, k = 2048, n = 96;
+  std::vector<float> a(static_cast<size_t>(m * k)), b(static_cast<size_t>(k * n));
+  for (size_t i = 0; i < a.size(); ++i)
+    a[i] = isa::round_to(isa::DType::bf16, std::sin(0.37f * static_cast<float>(i)));
+  for (size_t i = 0; i < b.size(); ++i)
+    b[i] = isa::round_to(isa::DType::bf16, std::cos(0.11f * static_cast<float>(i)) / 32);
+  for (const bool transpose : {false, true}) {
+    const std::string bshape = transpose ? "[96, 2048]" : "[2048, 96]";
+    const std::string op = std::string(R"({"op": "matmul", "args": ["a", "b"], "out": "y")") +
+                           (transpose ? R"(, "transpose_b": true})" : "}");
+    const std::string inputs = R"("a": {"shape": [64, 2048]}, "b": {"shape": )" + bshape + "}";
+    std::string low = graph_json("eager", inputs, op);
+    std::string high = low;
+    high.replace(high.find("\"bf16\""), 6, "\"fp32\"");
+    const GraphValues lo = evaluate_graph(*parse(low).graph, {a, b}, {});
+    const GraphValues hi = evaluate_graph(*parse(high).graph, {a, b}, {});
+    double worst = 0;
+    for (size_t i = 0; i < lo.find("y")->size(); ++i)
+      worst = std::max(worst, std::fabs(lo.find("y")->at(i) - hi.find("y")->at(i)));
+    INFO("transpose_b " << transpose << ": largest difference " << worst);
+    CHECK(worst > 0);     // the two paths are different sums
+    CHECK(worst < 1e-4);  // and agree to 1% of the check's absolute allowance
+  }
+}

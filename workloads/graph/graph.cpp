@@ -10,6 +10,7 @@
 #include "base/names.hpp"
 #include "workloads/kernels/attention.hpp"
 #include "workloads/kernels/kernel.hpp"
+#include "workloads/kernels/matmul.hpp"
 
 namespace trnsim::workloads {
 
@@ -1001,14 +1002,38 @@ GraphValues evaluate_graph(const Graph& g, const std::vector<std::vector<float>>
       const int64_t n = op.out.shape.back();
       const uint64_t batches = op.out.elements() / static_cast<uint64_t>(m * n);
       const bool shared_b = b.shape.size() == 2;
-      for (uint64_t i = 0; i < batches; ++i) {
-        Eigen::Map<const Mat> ma(get(op.args[0].tensor).data() + i * m * k, m, k);
-        const double* bp = get(op.args[1].tensor).data() + (shared_b ? 0 : i * k * n);
-        Eigen::Map<Mat> mc(out.data() + i * m * n, m, n);
-        if (op.transpose_b) {
-          mc.noalias() = ma * Eigen::Map<const Mat>(bp, n, k).transpose();
-        } else {
-          mc.noalias() = ma * Eigen::Map<const Mat>(bp, k, n);
+      if (op.out.dtype != isa::DType::fp32) {
+        // A low-precision result: the library's fp32 reference (matmul_reference says why fp32
+        // sums are exact enough for these dtypes' checks; an operand held in double here loses
+        // at most 2^-24 of itself going to float, as little again). It is tiled and runs on
+        // every host thread, where Eigen's double gemm on one thread was most of a decoder
+        // layer's functional run.
+        const auto& av = get(op.args[0].tensor);
+        const auto& bv = get(op.args[1].tensor);
+        for (uint64_t i = 0; i < batches; ++i) {
+          std::vector<float> fa(av.begin() + static_cast<std::ptrdiff_t>(i * m * k),
+                                av.begin() + static_cast<std::ptrdiff_t>((i + 1) * m * k));
+          std::vector<float> fb(static_cast<size_t>(k * n));
+          const double* bp = bv.data() + (shared_b ? 0 : i * k * n);
+          for (int64_t r = 0; r < k; ++r) {
+            for (int64_t c = 0; c < n; ++c) {
+              fb[static_cast<size_t>(r * n + c)] =
+                  static_cast<float>(op.transpose_b ? bp[c * k + r] : bp[r * n + c]);
+            }
+          }
+          const std::vector<float> fc = matmul_reference(fa, fb, m, k, n, op.out.dtype);
+          std::copy(fc.begin(), fc.end(), out.begin() + static_cast<std::ptrdiff_t>(i * m * n));
+        }
+      } else {
+        for (uint64_t i = 0; i < batches; ++i) {
+          Eigen::Map<const Mat> ma(get(op.args[0].tensor).data() + i * m * k, m, k);
+          const double* bp = get(op.args[1].tensor).data() + (shared_b ? 0 : i * k * n);
+          Eigen::Map<Mat> mc(out.data() + i * m * n, m, n);
+          if (op.transpose_b) {
+            mc.noalias() = ma * Eigen::Map<const Mat>(bp, n, k).transpose();
+          } else {
+            mc.noalias() = ma * Eigen::Map<const Mat>(bp, k, n);
+          }
         }
       }
     } else if (op.op == "transpose") {
