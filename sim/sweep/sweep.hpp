@@ -39,6 +39,11 @@ class SweepComm {
 // true on every rank when none had one. Collective: sweep and tune call it before any point.
 bool every_rank_read_its_inputs(const std::string& error, SweepComm& comm);
 
+// Before `jobs` child trnsims run at once: unless the user set TRNSIM_THREADS, each child's
+// functional reference and inputs get an equal share of the host threads (at least one), so
+// that -j N does not start N x host_threads() threads on the same processors.
+void share_host_threads(int jobs);
+
 // A child trnsim's error output as one line: "trnsim: error: " prefixes and usage lines
 // dropped, lines joined with " | ", at most 600 characters (a failed sweep or tune point).
 std::string child_error_line(const std::string& err);

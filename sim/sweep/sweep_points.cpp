@@ -6,16 +6,20 @@
 #include <unistd.h>
 
 #include <fmt/format.h>
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <csignal>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <string>
 
+#include "base/host_threads.hpp"
 #include "config/parameters.hpp"
 #include "sim/io/input_file.hpp"
 #include "sim/io/interrupt.hpp"
@@ -257,6 +261,7 @@ std::map<size_t, json> run_points(const SweepSpec& s, const std::vector<Point>& 
                                   bool timing_only, const std::string& out_dir, int rank,
                                   int ranks) {
   std::map<size_t, json> rows;
+  share_host_threads(o.jobs);
   Progress progress(mine.size(), rank, ranks);
   std::vector<size_t> todo;
   size_t reused = 0;
@@ -372,6 +377,13 @@ std::map<size_t, json> run_points(const SweepSpec& s, const std::vector<Point>& 
 }  // namespace trnsim::sim::sweep_internal
 
 namespace trnsim::sim {
+
+void share_host_threads(int jobs) {
+  if (jobs <= 1) return;
+  if (const char* v = std::getenv("TRNSIM_THREADS"); v != nullptr && *v != '\0') return;
+  const unsigned share = std::max(1u, base::host_threads() / static_cast<unsigned>(jobs));
+  ::setenv("TRNSIM_THREADS", std::to_string(share).c_str(), 1);
+}
 
 std::string child_error_line(const std::string& err) {
   std::string out;

@@ -288,6 +288,7 @@ double total_time_ns(const json& stats) {
 std::vector<ChildResult> run_children(const std::string& exe, const std::vector<PointRun>& runs,
                                       int jobs) {
   std::vector<ChildResult> results(runs.size());
+  share_host_threads(jobs);
   for (int sig : {SIGINT, SIGTERM, SIGHUP}) ::signal(sig, forward_tune_signal);
   std::map<pid_t, size_t> running;
   size_t next = 0;
