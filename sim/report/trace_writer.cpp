@@ -339,16 +339,8 @@ void TraceWriter::on_instruction(const models::InstructionRecord& r) {
   }
   if (kept && semaphores_met > r.ready && r.blocked_on != models::kNoSemaphore &&
       filter_.keeps_span(r.ready.value, semaphores_met.value)) {
-    int64_t value = 0;
-    for (const auto& w : in.waits) {
-      if (w.semaphore == r.blocked_on) value = w.value;
-    }
+    const int64_t value = semaphore_wait_text(r, in);
     const std::string& sem = program_.semaphores[r.blocked_on].name;
-    operands_.clear();
-    operands_ += "wait ";
-    operands_ += sem;
-    operands_ += " >= ";
-    append_int(operands_, value);
     TraceText& out = start_event();
     slice_head(out, r.ready, semaphores_met);
     out += R"(,"name":)";
@@ -1024,6 +1016,20 @@ void TraceWriter::proto_flow(uint64_t track, int64_t ts_ps, uint64_t id, bool st
   flush_if_full();
 }
 
+int64_t TraceWriter::semaphore_wait_text(const models::InstructionRecord& r,
+                                         const isa::Instruction& in) {
+  int64_t value = 0;
+  for (const auto& w : in.waits) {
+    if (w.semaphore == r.blocked_on) value = w.value;
+  }
+  operands_.clear();
+  operands_ += "wait ";
+  operands_ += program_.semaphores[r.blocked_on].name;
+  operands_ += " >= ";
+  append_int(operands_, value);
+  return value;
+}
+
 void TraceWriter::proto_instruction(const models::InstructionRecord& r, const isa::Instruction& in,
                                     Picoseconds semaphores_met, Picoseconds port_from) {
   const uint64_t track = track_uuid(core_pid(static_cast<uint32_t>(r.core)), engine_lane(r.engine));
@@ -1031,16 +1037,8 @@ void TraceWriter::proto_instruction(const models::InstructionRecord& r, const is
   // the next one's begin at one time must come in that order.
   if (semaphores_met > r.ready && r.blocked_on != models::kNoSemaphore &&
       filter_.keeps_span(r.ready.value, semaphores_met.value)) {
-    int64_t value = 0;
-    for (const auto& w : in.waits) {
-      if (w.semaphore == r.blocked_on) value = w.value;
-    }
+    const int64_t value = semaphore_wait_text(r, in);
     const std::string& sem = program_.semaphores[r.blocked_on].name;
-    operands_.clear();
-    operands_ += "wait ";
-    operands_ += sem;
-    operands_ += " >= ";
-    append_int(operands_, value);
     proto_begin(track, operands_.view(), Category::semaphore);
     arg(Arg::semaphore, sem);
     arg(Arg::reaches, value);

@@ -243,6 +243,9 @@ class TraceWriter : public models::EventSink {
   }
   void proto_open(const std::vector<TraceLane>& lanes);
   void proto_lane(int pid, int tid, std::string_view name, int sort_index);
+  // "wait <semaphore> >= <value>" for the semaphore r waited on, into operands_; returns the
+  // value (both trace formats name the wait slice so).
+  int64_t semaphore_wait_text(const models::InstructionRecord& r, const isa::Instruction& in);
   void proto_instruction(const models::InstructionRecord& r, const isa::Instruction& in,
                          Picoseconds semaphores_met, Picoseconds port_from);
   void proto_transfer(const models::TransferRecord& r, const isa::Instruction& in, int tid);
