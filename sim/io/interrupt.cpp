@@ -35,15 +35,9 @@ Slot g_slots[kSlots];
 constexpr int kChildren = 256;
 volatile pid_t g_children[kChildren];
 
-// write(2) of a C string, retrying on a short write; async-signal-safe.
+// A C string to stderr; async-signal-safe.
 void say(const char* s) {
-  size_t n = std::strlen(s);
-  while (n > 0) {
-    const ssize_t w = ::write(STDERR_FILENO, s, n);
-    if (w <= 0) return;
-    s += w;
-    n -= static_cast<size_t>(w);
-  }
+  write_stderr(s, std::strlen(s));
 }
 
 // A small non-negative number as text into `out` (at least 12 bytes); async-signal-safe.
@@ -217,6 +211,15 @@ DeferInterrupts::DeferInterrupts() {
 
 DeferInterrupts::~DeferInterrupts() {
   if (blocked_) ::sigprocmask(SIG_SETMASK, &before_, nullptr);
+}
+
+void write_stderr(const char* s, size_t n) {
+  while (n > 0) {
+    const ssize_t w = ::write(STDERR_FILENO, s, n);
+    if (w <= 0) return;
+    s += w;
+    n -= static_cast<size_t>(w);
+  }
 }
 
 }  // namespace trnsim::sim

@@ -19,11 +19,17 @@
 
 #include <string>
 
+#include <cstddef>
+
 namespace trnsim::sim {
 
 // Installs the handlers (SIGINT, SIGTERM, SIGHUP). The command line calls it first thing; a
 // library user (the Python module) keeps its own handlers and gets no cleanup.
 void install_interrupt_handlers();
+
+// write(2) of n bytes to stderr, retrying on a short write; async-signal-safe (the handlers and
+// the progress line use it).
+void write_stderr(const char* s, size_t n);
 
 // What the handler removes or signals, each until released. Registration never fails the
 // caller: with every slot taken (more than 128 files open at once), the path is simply not

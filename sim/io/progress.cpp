@@ -1,5 +1,7 @@
 #include "sim/io/progress.hpp"
 
+#include "sim/io/interrupt.hpp"
+
 #include <fmt/format.h>
 #include <signal.h>
 #include <sys/ioctl.h>
@@ -20,15 +22,6 @@ volatile sig_atomic_t g_drawn = 0;
 volatile sig_atomic_t g_signalled = 0;
 
 constexpr char kErase[] = "\r\033[K";
-
-void write_all(const char* s, size_t n) {
-  while (n > 0) {
-    const ssize_t w = ::write(STDERR_FILENO, s, n);
-    if (w <= 0) return;
-    s += w;
-    n -= static_cast<size_t>(w);
-  }
-}
 
 // 1234 -> "1234", 123456 -> "123 k", 2700000 -> "2.70 M": the line stays short.
 std::string count_text(double n) {
@@ -141,7 +134,7 @@ void ProgressLine::draw() {
   line = "\r" + line + "\033[K";
   const std::lock_guard<std::mutex> draw_lock(g_draw_mutex);
   if (g_signalled) return;
-  write_all(line.data(), line.size());
+  write_stderr(line.data(), line.size());
   g_drawn = 1;
 }
 
@@ -154,14 +147,14 @@ void ProgressLine::stop() {
   wake_.notify_all();
   thread_.join();
   const std::lock_guard<std::mutex> draw_lock(g_draw_mutex);
-  if (g_drawn && !g_signalled) write_all(kErase, sizeof kErase - 1);
+  if (g_drawn && !g_signalled) write_stderr(kErase, sizeof kErase - 1);
   g_drawn = 0;
 }
 
 ProgressPause::ProgressPause() {
   g_draw_mutex.lock();
   if (g_drawn) {
-    write_all(kErase, sizeof kErase - 1);
+    write_stderr(kErase, sizeof kErase - 1);
     g_drawn = 0;
   }
 }
