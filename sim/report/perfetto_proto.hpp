@@ -53,6 +53,7 @@ constexpr uint32_t kType = 9;  // TYPE_SLICE_BEGIN 1, TYPE_SLICE_END 2, TYPE_INS
                                // TYPE_COUNTER 4
 constexpr uint32_t kNameIid = 10;
 constexpr uint32_t kTrackUuid = 11;
+constexpr uint32_t kName = 23;  // the name as a string (not interned)
 constexpr uint32_t kDoubleCounterValue = 44;
 constexpr uint32_t kFlowIds = 47;             // repeated fixed64
 constexpr uint32_t kTerminatingFlowIds = 48;  // repeated fixed64

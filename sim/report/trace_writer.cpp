@@ -135,6 +135,20 @@ std::vector<std::string> TraceWriter::lane_names(const isa::Program& program,
   for (int c = 0; c < kCounters; ++c) names.emplace_back(counter_name(static_cast<Counter>(c)));
   return names;
 }
+// The unit of a counter's values: the JSON's argument name, Perfetto's unit_name.
+const char* TraceWriter::counter_unit(Counter c) {
+  switch (c) {
+    case Counter::pending_dmas:
+      return "transfers";
+    case Counter::tensor_utilization:
+      return "percent";
+    case Counter::sbuf_in_use:
+      return "KiB per partition";
+    default:
+      return "GB/s";
+  }
+}
+
 const char* TraceWriter::counter_name(Counter c) {
   switch (c) {
     case Counter::pending_dmas:
@@ -570,11 +584,7 @@ void TraceWriter::append_sample(size_t l, int64_t time, double value) {
       perfetto::uint_field(scratch_, f::kParentUuid,
                            process_uuid(core_pid(static_cast<uint32_t>(l / kCounters))));
       perfetto::bytes_field(scratch_, f::kTrackName, counter_name(c));
-      // The unit, as the JSON's argument names it.
-      const char* unit = c == Counter::pending_dmas         ? "transfers"
-                         : c == Counter::tensor_utilization ? "percent"
-                         : c == Counter::sbuf_in_use        ? "KiB per partition"
-                                                            : "GB/s";
+      const char* unit = counter_unit(c);
       perfetto::tag(scratch_, f::kCounter, perfetto::kBytes);
       perfetto::varint(scratch_, 1 + perfetto::varint_size(std::strlen(unit)) + std::strlen(unit));
       perfetto::bytes_field(scratch_, f::kUnitName, unit);
@@ -599,21 +609,17 @@ void TraceWriter::append_sample(size_t l, int64_t time, double value) {
   append_timestamp(out, Picoseconds(time));
   out += R"(,"name":")";
   out += std::string_view(counter_name(c));
+  out += R"(","args":{")";
+  out += std::string_view(counter_unit(c));
+  out += R"(":)";
   switch (c) {
     case Counter::pending_dmas:
-      out += R"(","args":{"transfers":)";
       append_int(out, static_cast<int64_t>(value));
       break;
     case Counter::tensor_utilization:
-      out += R"(","args":{"percent":)";
       append_fixed(out, value, 2);
       break;
-    case Counter::sbuf_in_use:
-      out += R"(","args":{"KiB per partition":)";
-      append_fixed(out, value, 3);
-      break;
     default:
-      out += R"(","args":{"GB/s":)";
       append_fixed(out, value, 3);
       break;
   }
@@ -840,9 +846,7 @@ constexpr const char* kCategoryNames[] = {"instruction", "dma",  "kernel",    "h
                                           "pipeline",    "port", "semaphore", "launch"};
 static_assert(std::size(kArgNames) < 128 && std::size(kCategoryNames) < 128,
               "TraceWriter::arg writes an argument name's iid in one byte");
-constexpr uint32_t kSequence = 1;  // every packet is on one sequence
-// TrackEvent.name, the non-interned variant.
-constexpr uint32_t kName = 23;
+constexpr uint32_t kSequence = 1;             // every packet is on one sequence
 constexpr uint64_t kSequenceIdFieldSize = 2;  // tag and the varint 1
 
 uint64_t ns_of(Picoseconds t) {
@@ -950,7 +954,7 @@ void TraceWriter::proto_begin(uint64_t track, std::string_view name, Category ca
     slot.name.assign(name.data(), name.size());  // no allocation once it has grown
     slot.used = true;
     slot.iid = 0;
-    p = perfetto::put_bytes(p, kName, name);
+    p = perfetto::put_bytes(p, f::kName, name);
   }
   event_.commit(p);
 }

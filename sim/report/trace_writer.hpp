@@ -109,6 +109,7 @@ class TraceWriter : public models::EventSink {
   };
   static constexpr int kCounters = 6;
   static const char* counter_name(Counter c);
+  static const char* counter_unit(Counter c);
   struct CounterStep {
     int64_t time;
     uint64_t seq;  // arrival order: steps at one time are added in it
