@@ -1002,38 +1002,36 @@ GraphValues evaluate_graph(const Graph& g, const std::vector<std::vector<float>>
       const int64_t n = op.out.shape.back();
       const uint64_t batches = op.out.elements() / static_cast<uint64_t>(m * n);
       const bool shared_b = b.shape.size() == 2;
-      if (op.out.dtype != isa::DType::fp32) {
-        // A low-precision result: the library's fp32 reference (matmul_reference says why fp32
-        // sums are exact enough for these dtypes' checks; an operand held in double here loses
-        // at most 2^-24 of itself going to float, as little again). It is tiled and runs on
-        // every host thread, where Eigen's double gemm on one thread was most of a decoder
-        // layer's functional run.
-        const auto& av = get(op.args[0].tensor);
-        const auto& bv = get(op.args[1].tensor);
-        for (uint64_t i = 0; i < batches; ++i) {
-          std::vector<float> fa(av.begin() + static_cast<std::ptrdiff_t>(i * m * k),
-                                av.begin() + static_cast<std::ptrdiff_t>((i + 1) * m * k));
-          std::vector<float> fb(static_cast<size_t>(k * n));
-          const double* bp = bv.data() + (shared_b ? 0 : i * k * n);
-          for (int64_t r = 0; r < k; ++r) {
-            for (int64_t c = 0; c < n; ++c) {
-              fb[static_cast<size_t>(r * n + c)] =
-                  static_cast<float>(op.transpose_b ? bp[c * k + r] : bp[r * n + c]);
-            }
+      // A low-precision result sums in fp32 through the library's reference (matmul_reference
+      // says why fp32 sums are exact enough for these dtypes' checks; an operand held in double
+      // here loses at most 2^-24 of itself going to float, as little again): it is tiled and
+      // runs on every host thread, where Eigen's double gemm on one thread was most of a
+      // decoder layer's functional run. An fp32 result sums in double.
+      const bool in_fp32 = op.out.dtype != isa::DType::fp32;
+      using MatF = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+      std::vector<float> fa, fb;
+      for (uint64_t i = 0; i < batches; ++i) {
+        Eigen::Map<const Mat> ma(get(op.args[0].tensor).data() + i * m * k, m, k);
+        const double* bp = get(op.args[1].tensor).data() + (shared_b ? 0 : i * k * n);
+        Eigen::Map<Mat> mc(out.data() + i * m * n, m, n);
+        const auto multiply = [&](const auto& b_kn) {  // B as [K, N]
+          if (!in_fp32) {
+            mc.noalias() = ma * b_kn;
+            return;
           }
-          const std::vector<float> fc = matmul_reference(fa, fb, m, k, n, op.out.dtype);
-          std::copy(fc.begin(), fc.end(), out.begin() + static_cast<std::ptrdiff_t>(i * m * n));
-        }
-      } else {
-        for (uint64_t i = 0; i < batches; ++i) {
-          Eigen::Map<const Mat> ma(get(op.args[0].tensor).data() + i * m * k, m, k);
-          const double* bp = get(op.args[1].tensor).data() + (shared_b ? 0 : i * k * n);
-          Eigen::Map<Mat> mc(out.data() + i * m * n, m, n);
-          if (op.transpose_b) {
-            mc.noalias() = ma * Eigen::Map<const Mat>(bp, n, k).transpose();
-          } else {
-            mc.noalias() = ma * Eigen::Map<const Mat>(bp, k, n);
+          fa.resize(static_cast<size_t>(m * k));
+          Eigen::Map<MatF>(fa.data(), m, k) = ma.cast<float>();
+          if (i == 0 || !shared_b) {
+            fb.resize(static_cast<size_t>(k * n));
+            Eigen::Map<MatF>(fb.data(), k, n) = b_kn.template cast<float>();
           }
+          const std::vector<float> c = matmul_reference(fa, fb, m, k, n, op.out.dtype);
+          mc = Eigen::Map<const MatF>(c.data(), m, n).cast<double>();
+        };
+        if (op.transpose_b) {
+          multiply(Eigen::Map<const Mat>(bp, n, k).transpose());
+        } else {
+          multiply(Eigen::Map<const Mat>(bp, k, n));
         }
       }
     } else if (op.op == "transpose") {
