@@ -177,6 +177,27 @@ struct ArchConfig {
     double cpu_bytes_per_ns{};       // bytes a CPU op reads and writes per ns
   } host;
 
+  // The instance around the chip and its collectives (docs/chip.md). Chips are numbered
+  // row-major on a torus_x x torus_y 2-D torus with wrap-around (trn1, trn2: each chip has a
+  // NeuronLink to its four neighbours), or all reach each other through a switch (switched).
+  struct Instance {
+    uint32_t torus_x{};
+    uint32_t torus_y{};
+    bool switched{};
+    uint32_t chips() const { return torus_x * torus_y; }
+  } instance;
+  // One NeuronLink between two chips, per direction.
+  struct Link {
+    double bytes_per_ns{};
+    double latency_ns{};  // one hop: wire, SerDes, routing
+  } link;
+  // Collective communication (CC cores driving DMA rings).
+  struct Collective {
+    double step_ns{};          // alpha: fixed cost of one algorithm step (sync, DMA start)
+    double launch_ns{};        // from the trigger instruction to the first step
+    double reduce_fraction{};  // a DMA reduction's throughput as a fraction of a copy's
+  } cc;
+
   uint32_t semaphores{};  // semaphores a program may use
   // Instructions one kernel may hold: a bound on host memory, not a hardware figure.
   uint64_t max_instructions{};
