@@ -36,6 +36,7 @@ namespace {
 constexpr const char* kUsage =
     "usage: trnsim WORKLOAD.json|PROGRAM.tasm [--arch PRESET|FILE] [--out DIR] [--timing-only]\n"
     "              [--no-report] [--set NAME=VALUE]... [--progress|--no-progress] [-v]\n"
+    "              [--trace-format json|perfetto|none] [--trace-filter SPEC]\n"
     "       trnsim run KERNEL.py [--kernel NAME] [--input NAME=SHAPE[:DTYPE]|NAME=FILE.npy]...\n"
     "              [--grid G]              an NKI kernel (docs/nki.md)\n"
     "       trnsim asm PROGRAM.tasm [-o OUT.json]   assemble (adds synchronization)\n"
