@@ -9,7 +9,9 @@ constexpr std::array<std::string_view, kCollectiveOpCount> kNames = {
     "all_reduce", "all_gather", "reduce_scatter", "all_to_all", "permute"};
 }
 
-std::string_view name_of(CollectiveOp op) { return kNames[static_cast<size_t>(op)]; }
+std::string_view name_of(CollectiveOp op) {
+  return kNames[static_cast<size_t>(op)];
+}
 
 std::optional<CollectiveOp> parse_collective_op(std::string_view name) {
   for (size_t i = 0; i < kNames.size(); ++i) {

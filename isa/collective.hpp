@@ -1,5 +1,6 @@
 // Collective operations between NeuronCores (docs/chip.md): the operations the Neuron runtime
-// and nccom-test name (neuron-runtime/about/collectives.rst, tools/neuron-sys-tools/nccom-test.rst).
+// and nccom-test name (neuron-runtime/about/collectives.rst,
+// tools/neuron-sys-tools/nccom-test.rst).
 #pragma once
 
 #include <cstdint>

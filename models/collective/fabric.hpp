@@ -22,8 +22,8 @@ struct CollectiveRank {
 
 struct CollectiveRequest {
   isa::CollectiveOp op = isa::CollectiveOp::all_reduce;
-  uint64_t bytes = 0;         // nccom-test's size: the whole buffer (isa/collective.hpp)
-  uint32_t element_bytes = 4;  // a reduction's element size
+  uint64_t bytes = 0;                 // nccom-test's size: the whole buffer (isa/collective.hpp)
+  uint32_t element_bytes = 4;         // a reduction's element size
   std::vector<CollectiveRank> ranks;  // in rank order
 };
 

@@ -33,8 +33,9 @@ TEST_CASE("the built-in presets are trn1, trn2 and trn3, from arch/*.json") {
 
 TEST_CASE("every preset parameter has a source: a fact-sheet key or an assumption with a reason") {
   // Keys of ../shared/reference/trainium.md, or its sections, or DRV (the public Neuron driver
-  // source), or N (the public AWS Neuron documentation, pages named; docs/chip.md "Sources"), optionally [inferred] or [read off figure] (a
-  // number read from a profile screenshot or chart in the docs).
+  // source), or N (the public AWS Neuron documentation, pages named; docs/chip.md "Sources"),
+  // optionally [inferred] or [read off figure] (a number read from a profile screenshot or chart in
+  // the docs).
   const std::regex key(
       R"(^((A[1-3]|H|I1|P|D[12]|X[1-5]|DRV|N|section [1-7])( \[(inferred|read off figure)\])?)(, (A[1-3]|H|I1|P|D[12]|X[1-5]|DRV|N|section [1-7])( \[(inferred|read off figure)\])?)*: .{8,}$)");
   const std::regex assumption(R"(^assumption: .{8,}$)");
