@@ -31,7 +31,9 @@ const CollectiveOp kOps[] = {CollectiveOp::all_reduce, CollectiveOp::all_gather,
                              CollectiveOp::reduce_scatter, CollectiveOp::all_to_all,
                              CollectiveOp::permute};
 
-ArchConfig trn2() { return *trnsim::config::preset("trn2"); }
+ArchConfig trn2() {
+  return *trnsim::config::preset("trn2");
+}
 
 // trn2 where only the NeuronLinks limit: DMA engines and HBM stacks far faster, no hop latency,
 // so a step's time is alpha plus its busiest link's bytes over link.bytes_per_ns.
@@ -77,8 +79,12 @@ double ns_of(const ArchConfig& arch, const CollectiveRequest& q, CollectiveTimin
   return static_cast<double>(t.end.value) / 1e3;
 }
 
-double alpha(const ArchConfig& a) { return a.cc.step_ns; }
-double launch(const ArchConfig& a) { return a.cc.launch_ns; }
+double alpha(const ArchConfig& a) {
+  return a.cc.step_ns;
+}
+double launch(const ArchConfig& a) {
+  return a.cc.launch_ns;
+}
 
 }  // namespace
 
@@ -96,7 +102,7 @@ TEST_CASE("ring all_gather takes (p-1) steps of alpha plus (p-1)/p n beta over i
   CHECK(ns == Approx(formula).epsilon(1e-6));
 }
 
-TEST_CASE("ring reduce_scatter takes (p-1) steps; its reduction moves at cc.reduce_fraction") {
+TEST_CASE("ring reduce_scatter takes (p-1) steps, its reduction moving at cc.reduce_fraction") {
   // Links limit: the reduction (in the DMA engines) does not.
   const ArchConfig a = links_only();
   const double n = 1 * kGiB, p = 16, beta = 1 / a.link.bytes_per_ns;
@@ -169,8 +175,8 @@ TEST_CASE("mesh is one step per pass, limited by each rank's engines writing to 
   CHECK(rs == Approx(launch(a) + alpha(a) + (p - 1) / p * n / (rate * rf)).epsilon(1e-6));
   const double ar = ns_of(a, request(CollectiveOp::all_reduce, n, ranks(1, 8), "mesh"), &t);
   CHECK(t.steps == 2);
-  CHECK(ar == Approx(launch(a) + 2 * alpha(a) + (p - 1) / p * n / rate * (1 + 1 / rf))
-                  .epsilon(1e-6));
+  CHECK(ar ==
+        Approx(launch(a) + 2 * alpha(a) + (p - 1) / p * n / rate * (1 + 1 / rf)).epsilon(1e-6));
 }
 
 TEST_CASE("mesh on a torus row is limited by its busiest link (routes share links)") {
@@ -287,7 +293,8 @@ TEST_CASE("hierarchical all_reduce: intra-chip steps plus an inter-chip ring ove
   const ArchConfig a = links_only();
   const double n = 1 * kGiB, x = 16, q = 2, beta = 1 / a.link.bytes_per_ns;
   CollectiveTiming t;
-  const double ns = ns_of(a, request(CollectiveOp::all_reduce, n, ranks(16, 2), "hierarchical"), &t);
+  const double ns =
+      ns_of(a, request(CollectiveOp::all_reduce, n, ranks(16, 2), "hierarchical"), &t);
   CHECK(t.steps == 2 * (q - 1) + 2 * (x - 1));
   const double formula = launch(a) + t.steps * alpha(a) + 2 * (x - 1) / x * n * beta / 4;
   CHECK(ns == Approx(formula).epsilon(0.05));
