@@ -23,14 +23,22 @@ std::optional<uint64_t> parse_collective_size(const std::string& text) {
   const uint64_t value = std::stoull(text.substr(0, digits));
   const std::string unit = text.substr(digits);
   uint64_t scale = 0;
-  if (unit.empty() || unit == "B") scale = 1;
-  else if (unit == "KB") scale = 1000;
-  else if (unit == "MB") scale = 1000 * 1000;
-  else if (unit == "GB") scale = 1000 * 1000 * 1000;
-  else if (unit == "K" || unit == "KiB") scale = uint64_t{1} << 10;
-  else if (unit == "M" || unit == "MiB") scale = uint64_t{1} << 20;
-  else if (unit == "G" || unit == "GiB") scale = uint64_t{1} << 30;
-  else return std::nullopt;
+  if (unit.empty() || unit == "B")
+    scale = 1;
+  else if (unit == "KB")
+    scale = 1000;
+  else if (unit == "MB")
+    scale = 1000 * 1000;
+  else if (unit == "GB")
+    scale = 1000 * 1000 * 1000;
+  else if (unit == "K" || unit == "KiB")
+    scale = uint64_t{1} << 10;
+  else if (unit == "M" || unit == "MiB")
+    scale = uint64_t{1} << 20;
+  else if (unit == "G" || unit == "GiB")
+    scale = uint64_t{1} << 30;
+  else
+    return std::nullopt;
   // At most 1 TiB: beyond it nothing in the model changes but the time, and it keeps the
   // arithmetic far from overflow.
   if (value > (uint64_t{1} << 40) / scale) return std::nullopt;
@@ -58,8 +66,7 @@ std::vector<uint64_t> parse_collective_sizes(const std::string& text) {
     const auto factor = parse_collective_size(f);
     if (!factor || f.find_first_not_of("0123456789") != std::string::npos || *factor < 2)
       throw InputError("--sizes: factor 'x" + f + "' must be a whole number of at least 2");
-    if (start > end)
-      throw InputError("--sizes: '" + text + "' starts above its end: " + expected);
+    if (start > end) throw InputError("--sizes: '" + text + "' starts above its end: " + expected);
     for (uint64_t s = start; s <= end; s *= *factor) {
       out.push_back(s);
       if (s > end / *factor) break;
@@ -117,9 +124,9 @@ int collective(const CollectiveOptions& o) {
         arch.instance.switched
             ? fmt::format("{} chips through a switch", instance_chips)
             : fmt::format("{}x{} torus", arch.instance.torus_x, arch.instance.torus_y);
-    std::string text = fmt::format(
-        "# trnsim collective {}: {} ranks on {} chip{} ({} per chip) of {} ({})\n", o.op, o.ranks,
-        chips, chips == 1 ? "" : "s", per_chip, arch.name, topology);
+    std::string text =
+        fmt::format("# trnsim collective {}: {} ranks on {} chip{} ({} per chip) of {} ({})\n",
+                    o.op, o.ranks, chips, chips == 1 ? "" : "s", per_chip, arch.name, topology);
     text += fmt::format("{:>14} {:>12} {:>12} {:>12} {:>13} {:>6}\n", "size(B)", "time(us)",
                         "algbw(GB/s)", "busbw(GB/s)", "algorithm", "steps");
     nlohmann::json results = nlohmann::json::array();

@@ -10,14 +10,14 @@
 namespace trnsim::sim {
 
 struct CollectiveOptions {
-  std::string op;             // all_reduce, all_gather, reduce_scatter, all_to_all, permute
-  uint32_t ranks = 0;         // how many ranks
-  uint32_t chips = 0;         // over how many chips (0: as few as hold the ranks)
+  std::string op;      // all_reduce, all_gather, reduce_scatter, all_to_all, permute
+  uint32_t ranks = 0;  // how many ranks
+  uint32_t chips = 0;  // over how many chips (0: as few as hold the ranks)
   std::string sizes = "1KiB:1GiB:x4";  // START:END:xFACTOR, or a comma list
-  std::string algorithm;      // "" chooses by size as the runtime does
+  std::string algorithm;               // "" chooses by size as the runtime does
   std::string arch = "trn2";
   std::vector<std::string> sets;
-  std::string json;           // write the table as JSON here too
+  std::string json;  // write the table as JSON here too
 };
 
 // Runs it and prints the table; returns the exit code (2 for bad input, naming it).

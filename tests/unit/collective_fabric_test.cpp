@@ -288,7 +288,7 @@ TEST_CASE("hierarchical on one chip is the flat ring") {
   }
 }
 
-TEST_CASE("hierarchical all_reduce: intra-chip steps plus an inter-chip ring over 4 channels") {
+TEST_CASE("hierarchical: intra-chip steps plus an inter-chip ring over the chips' 4 channels") {
   // Links limit: on-chip steps cost alpha; the q = 2 groups of a chip share its four links.
   const ArchConfig a = links_only();
   const double n = 1 * kGiB, x = 16, q = 2, beta = 1 / a.link.bytes_per_ns;
@@ -299,6 +299,13 @@ TEST_CASE("hierarchical all_reduce: intra-chip steps plus an inter-chip ring ove
   const double formula = launch(a) + t.steps * alpha(a) + 2 * (x - 1) / x * n * beta / 4;
   CHECK(ns == Approx(formula).epsilon(0.05));
   CHECK(ns >= formula * (1 - 1e-9));
+  // all_gather: chips first, then on chip; reduce_scatter: on chip first, then chips. One pass.
+  for (const CollectiveOp op : {CollectiveOp::all_gather, CollectiveOp::reduce_scatter}) {
+    INFO(trnsim::isa::name_of(op));
+    const double one = ns_of(a, request(op, n, ranks(16, 2), "hierarchical"), &t);
+    CHECK(t.steps == (q - 1) + (x - 1));
+    CHECK(one == Approx(launch(a) + t.steps * alpha(a) + (x - 1) / x * n * beta / 4).epsilon(0.05));
+  }
 }
 
 TEST_CASE("two concurrent collectives on the same links take longer than one alone") {
