@@ -66,6 +66,10 @@ std::vector<uint64_t> parse_collective_sizes(const std::string& text) {
     const auto factor = parse_collective_size(f);
     if (!factor || f.find_first_not_of("0123456789") != std::string::npos || *factor < 2)
       throw InputError("--sizes: factor 'x" + f + "' must be a whole number of at least 2");
+    if (start == 0)
+      throw InputError("--sizes: '" + text +
+                       "' starts at 0 bytes: a range multiplies from at "
+                       "least 1 byte (a list may hold 0)");
     if (start > end) throw InputError("--sizes: '" + text + "' starts above its end: " + expected);
     for (uint64_t s = start; s <= end; s *= *factor) {
       out.push_back(s);

@@ -101,6 +101,7 @@ TEST_CASE("trnsim collective refuses bad input with exit 2 and what was expected
       {"all_reduce --ranks 4 --sizes 1KiB:1MiB:x1",
        "factor 'x1' must be a whole number of at least 2"},
       {"all_reduce --ranks 4 --sizes 1MiB:1KiB:x2", "starts above its end"},
+      {"all_reduce --ranks 4 --sizes 0:1KiB:x2", "starts at 0 bytes"},
       {"all_reduce --ranks 6 --algorithm rdh",
        "--algorithm rdh: rdh (recursive doubling and halving) needs a power-of-two number of "
        "ranks, got 6"},
