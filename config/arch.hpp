@@ -196,6 +196,10 @@ struct ArchConfig {
     double step_ns{};          // alpha: fixed cost of one algorithm step (sync, DMA start)
     double launch_ns{};        // from the trigger instruction to the first step
     double reduce_fraction{};  // a DMA reduction's throughput as a fraction of a copy's
+    // The runtime's choice of algorithm by size (models/collective: collective_algorithm_for):
+    // mesh below mesh_max_bytes, recursive doubling/halving below rdh_max_bytes, ring above.
+    uint64_t mesh_max_bytes{};
+    uint64_t rdh_max_bytes{};
   } cc;
 
   uint32_t semaphores{};  // semaphores a program may use

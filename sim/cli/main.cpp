@@ -17,6 +17,7 @@
 #include "sim/report/compare.hpp"
 #include "sim/report/explain.hpp"
 #include "sim/run/check.hpp"
+#include "sim/run/collective.hpp"
 #include "sim/run/nki_kernel.hpp"
 #include "sim/run/run.hpp"
 #include "sim/run/tools.hpp"
@@ -45,6 +46,9 @@ constexpr const char* kUsage =
     "       trnsim metrics [--markdown|--json]      list the metrics of stats.json\n"
     "       trnsim check [WORKLOAD] --golden FILE [--update] [--set k=v]\n"
     "       trnsim params [--arch NAME|FILE] [--set k=v] [--json]   list every hardware parameter\n"
+    "       trnsim collective OP --ranks N [--chips C] [--sizes 1KiB:1GiB:x4] [--algorithm A]\n"
+    "              [--arch PRESET|FILE] [--set k=v] [--json FILE]   time a collective "
+    "(docs/chip.md)\n"
     "       trnsim sweep SWEEP.json [-j N] [--out DIR] [--resume]   run a parameter sweep\n"
     "       trnsim compare DIR DIR... [--json] [--report FILE | --no-report]   runs side by side\n"
     "       trnsim explain DIR [--json]             what bounds a finished run, what to change\n"
@@ -211,6 +215,34 @@ int sc_main(int argc, char* argv[]) {
     app.add_flag("--json", json, "print a complete arch file (a start for your own)");
     if (const int rc = parse(app, args); rc >= 0) return rc;
     return trnsim::sim::list_params(arch, sets, json);
+  }
+  if (command == "collective") {
+    args.erase(args.begin() + 1);
+    CLI::App app{
+        "Time a collective between NeuronCores of one or more chips over a range of sizes, as "
+        "nccom-test does (docs/chip.md)",
+        "trnsim collective"};
+    trnsim::sim::CollectiveOptions o;
+    app.add_option("op", o.op, "all_reduce, all_gather, reduce_scatter, all_to_all or permute")
+        ->required();
+    app.add_option("--ranks", o.ranks, "how many ranks (NeuronCores)")->required();
+    app.add_option("--chips", o.chips,
+                   "over how many chips, the same number of ranks on each (default: as few as "
+                   "hold the ranks)");
+    app.add_option("--sizes", o.sizes,
+                   "START:END:xFACTOR or a comma list; units B, KB, MB, GB, KiB, MiB, GiB")
+        ->capture_default_str();
+    app.add_option("--algorithm", o.algorithm,
+                   "ring, rdh, mesh or hierarchical (default: chosen by size as the runtime "
+                   "does)");
+    app.add_option("--arch", o.arch, "hardware preset (trn1, trn2, trn3) or arch JSON file")
+        ->capture_default_str()
+        ->check(not_empty(kArchExpected));
+    app.add_option("--set", o.sets, "override a hardware parameter, name=value (repeatable)");
+    app.add_option("--json", o.json, "write the results as JSON to this file too")
+        ->check(not_empty("a file name"));
+    if (const int rc = parse(app, args); rc >= 0) return rc;
+    return trnsim::sim::collective(o);
   }
   if (command == "explain") {
     args.erase(args.begin() + 1);
