@@ -8,7 +8,50 @@ namespace trnsim::sim {
 
 StatsCollector::StatsCollector(const isa::Program& program, const config::ArchConfig& arch,
                                uint32_t cores)
-    : program_(program), arch_(arch), cores_(cores), queues_(cores * program.queues.size()) {}
+    : program_(program),
+      arch_(arch),
+      cores_(cores),
+      queues_(cores * program.queues.size()),
+      per_core_(cores),
+      core_dma_intervals_(cores) {}
+
+namespace {
+using Intervals = std::vector<std::pair<Picoseconds, Picoseconds>>;
+
+// Adds [start, end) to nearly sorted intervals, merging it into the last when they touch.
+void add_interval(Intervals& v, Picoseconds start, Picoseconds end) {
+  if (!v.empty() && start <= v.back().second) {
+    auto& last = v.back();
+    last.first = std::min(last.first, start);
+    last.second = max(last.second, end);
+  } else {
+    v.emplace_back(start, end);
+  }
+}
+
+Picoseconds union_length(Intervals v) {
+  std::sort(v.begin(), v.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+  Picoseconds total;
+  Picoseconds covered_to;
+  for (const auto& [s, e] : v) {
+    const Picoseconds from = max(s, covered_to);
+    if (e > from) total = total + (e - from);
+    covered_to = max(covered_to, e);
+  }
+  return total;
+}
+}  // namespace
+
+Picoseconds StatsCollector::core_dma_active(uint32_t c) const {
+  return union_length(core_dma_intervals_[c]);
+}
+
+Picoseconds StatsCollector::core_work(uint32_t c) const {
+  const CoreStats& cs = per_core_[c];
+  Picoseconds work = core_dma_active(c);
+  for (const Picoseconds& a : cs.active) work = max(work, a);
+  return work;
+}
 
 void StatsCollector::count(const isa::AccessPattern& ap, bool write) {
   if (!ap.present()) return;
@@ -25,6 +68,10 @@ void StatsCollector::on_instruction(const models::InstructionRecord& r) {
   s.pipeline_wait = s.pipeline_wait + r.pipeline_wait;
   s.port_wait = s.port_wait + r.port_wait;
   s.flops += models::instruction_flops(in);
+  CoreStats& cs = per_core_[r.core];
+  ++cs.instructions;
+  cs.active[index_of(r.engine)] = cs.active[index_of(r.engine)] + (r.end - r.start);
+  cs.end = max(cs.end, r.results);
   if (isa::is_dma(in.opcode)) return;  // counted when the transfer completes
   isa::for_each_operand(in,
                         [&](const isa::AccessPattern& ap, bool written) { count(ap, written); });
@@ -43,28 +90,17 @@ void StatsCollector::on_transfer(const models::TransferRecord& r) {
   const Picoseconds from = max(r.start, q.covered_to);
   if (r.end > from) q.busy = q.busy + (r.end - from);
   q.covered_to = max(q.covered_to, r.end);
+  CoreStats& cs = per_core_[r.core];
+  cs.dma_bytes += r.bytes;
+  cs.end = max(cs.end, r.end);
+  if (cores_ > 1) add_interval(core_dma_intervals_[r.core], r.start, r.end);
   count(in.src[0], false);
   count(in.dst, true);
-  if (!dma_intervals_.empty() && r.start <= dma_intervals_.back().second) {
-    auto& last = dma_intervals_.back();
-    last.first = std::min(last.first, r.start);
-    last.second = max(last.second, r.end);
-  } else {
-    dma_intervals_.emplace_back(r.start, r.end);
-  }
+  add_interval(dma_intervals_, r.start, r.end);
 }
 
 Picoseconds StatsCollector::dma_active() const {
-  auto v = dma_intervals_;
-  std::sort(v.begin(), v.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
-  Picoseconds total;
-  Picoseconds covered_to;
-  for (const auto& [s, e] : v) {
-    const Picoseconds from = max(s, covered_to);
-    if (e > from) total = total + (e - from);
-    covered_to = max(covered_to, e);
-  }
-  return total;
+  return union_length(dma_intervals_);
 }
 
 }  // namespace trnsim::sim

@@ -29,6 +29,14 @@ struct QueueStats {
   Picoseconds covered_to;
 };
 
+// One core of a multi-core run: what the chip summary compares across cores.
+struct CoreStats {
+  std::array<Picoseconds, kEngineCount> active{};  // per engine, as EngineStats::active
+  uint64_t instructions = 0;
+  uint64_t dma_bytes = 0;
+  Picoseconds end;  // its last instruction or transfer finished
+};
+
 struct MemoryTraffic {
   uint64_t read = 0;
   uint64_t written = 0;
@@ -46,6 +54,11 @@ class StatsCollector : public models::EventSink {
   Picoseconds dma_active() const;  // union of transfer intervals over every queue
   const MemoryTraffic& traffic(isa::Memory m) const { return traffic_[static_cast<int>(m)]; }
   uint32_t cores() const { return cores_; }
+  const CoreStats& core(uint32_t c) const { return per_core_[c]; }
+  // Union of the core's transfer intervals over its queues.
+  Picoseconds core_dma_active(uint32_t c) const;
+  // The core's busiest resource: its most active engine, or its DMA (busy union).
+  Picoseconds core_work(uint32_t c) const;
   // Queue q of core c.
   const QueueStats& queue(uint32_t core, size_t q) const {
     return queues_[core * program_.queues.size() + q];
@@ -58,6 +71,8 @@ class StatsCollector : public models::EventSink {
   const config::ArchConfig& arch_;
   uint32_t cores_;
   std::vector<QueueStats> queues_;
+  std::vector<CoreStats> per_core_;
+  std::vector<std::vector<std::pair<Picoseconds, Picoseconds>>> core_dma_intervals_;
   std::array<EngineStats, kEngineCount> engines_{};
   std::array<MemoryTraffic, 3> traffic_{};
   uint64_t transfers_ = 0;

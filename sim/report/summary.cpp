@@ -91,6 +91,20 @@ json memory_model_json(const RunReport& r) {
 }
 }  // namespace
 
+namespace {
+// Mean over max of each core's busiest resource: 1 when every core has as much work as the
+// most loaded one, 1/cores when one core does it all.
+double core_load_balance(const StatsCollector& s) {
+  double sum = 0, most = 0;
+  for (uint32_t c = 0; c < s.cores(); ++c) {
+    const double w = static_cast<double>(s.core_work(c).value);
+    sum += w;
+    most = std::max(most, w);
+  }
+  return most > 0 ? sum / s.cores() / most : 1.0;
+}
+}  // namespace
+
 json stats_json(const RunReport& r) {
   const StatsCollector& s = r.stats;
   // Row by row from the declared metric table (sim/report/metrics.cpp).
@@ -117,6 +131,19 @@ json stats_json(const RunReport& r) {
     }
   }
   json check = {{"status", status_name(r.check.status)}};
+  json per_core = json::array();
+  for (uint32_t c = 0; s.cores() > 1 && c < s.cores(); ++c) {
+    const CoreStats& cs = s.core(c);
+    json active = json::object();
+    for (Engine e : kAllEngines) active[std::string(name_of(e))] = seconds(cs.active[index_of(e)]);
+    per_core.push_back({{"core", c},
+                        {"end_time", seconds(cs.end)},
+                        {"instructions", cs.instructions},
+                        {"dma_bytes", cs.dma_bytes},
+                        {"dma_active_time", seconds(s.core_dma_active(c))},
+                        {"engine_active_time", active},
+                        {"busiest_time", seconds(s.core_work(c))}});
+  }
   if (r.check.status != CheckResult::Status::skipped) {
     check["max_abs_error"] = r.check.max_abs_error;
     // null when no element reaches the floor: there is no relative error to speak of.
@@ -129,20 +156,54 @@ json stats_json(const RunReport& r) {
     check["atol"] = r.check.tolerance.atol;
     check["rtol"] = r.check.tolerance.rtol;
   }
-  return {{"trnsim_version", "0.1.0"},
-          {"mode", r.timing_only ? "timing-only" : "full"},
-          {"workload", w},
-          {"summary", summary},
-          {"dma_queues", queues},
-          {"kernels", profile["kernels"]},
-          {"host", profile.value("host", json())},
-          {"key_averages", profile.value("key_averages", json::array())},
-          {"profiler_key_averages", profile.value("profiler_key_averages", json::array())},
-          {"choices", r.kernel.choices},
-          {"check", check},
-          {"memory_model", memory_model_json(r)},
-          {"arch", arch_json(r.arch)}};
+  json out = {{"trnsim_version", "0.1.0"},
+              {"mode", r.timing_only ? "timing-only" : "full"},
+              {"workload", w},
+              {"summary", summary},
+              {"dma_queues", queues},
+              {"kernels", profile["kernels"]},
+              {"host", profile.value("host", json())},
+              {"key_averages", profile.value("key_averages", json::array())},
+              {"profiler_key_averages", profile.value("profiler_key_averages", json::array())},
+              {"choices", r.kernel.choices},
+              {"check", check},
+              {"memory_model", memory_model_json(r)},
+              {"arch", arch_json(r.arch)}};
+  // Multi-core runs only: single-core stats.json stays as it was.
+  if (s.cores() > 1) {
+    out["cores"] = per_core;
+    out["chip"] = {{"cores", s.cores()}, {"load_balance", core_load_balance(s)}};
+  }
+  return out;
 }
+
+namespace {
+// One row per core, then the chip's load balance.
+std::string cores_text(const StatsCollector& s) {
+  std::string out = fmt::format("{:<6}{:>12}{:>9}{:>12}{:>12}{:>12}\n", "core", "instr", "busiest",
+                                "work", "ends", "DMA moved");
+  uint32_t last = 0;
+  for (uint32_t c = 0; c < s.cores(); ++c) {
+    const CoreStats& cs = s.core(c);
+    std::string busiest = "DMA";
+    Picoseconds most = s.core_dma_active(c);
+    for (Engine e : kAllEngines) {
+      if (cs.active[index_of(e)] > most) {
+        most = cs.active[index_of(e)];
+        busiest = std::string(name_of(e));
+      }
+    }
+    if (cs.end > s.core(last).end) last = c;
+    out += fmt::format("{:<6}{:>12}{:>9}{:>12}{:>12}{:>12}\n", c, grouped(cs.instructions), busiest,
+                       duration(most), duration(cs.end), bytes_text(cs.dma_bytes));
+  }
+  out += fmt::format(
+      "chip: {} cores, load balance {:.1f}% (mean / max of each core's busiest work); core {} "
+      "ends last\n",
+      s.cores(), 100.0 * core_load_balance(s), last);
+  return out;
+}
+}  // namespace
 
 std::string summary_text(const RunReport& r) {
   const StatsCollector& s = r.stats;
@@ -237,6 +298,7 @@ std::string summary_text(const RunReport& r) {
   if (total_queues > shown) {
     out += fmt::format("... {} more queues in stats.json\n", total_queues - shown);
   }
+  if (s.cores() > 1) out += cores_text(s);
   out += r.profile.text(r.total);
   std::string files = "stats.json";
   if (!r.trace_file.empty()) files += "," + r.trace_file;

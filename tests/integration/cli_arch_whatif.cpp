@@ -107,3 +107,27 @@ TEST_CASE("the dropped hbm_bytes_per_ns is refused with what to set instead") {
   CHECK_FALSE(std::filesystem::exists(dir + "/o/stats.json"));
   CHECK(trnsim_test::trnsim("params --set hbm_bytes_per_ns=1", dir).exit_code == 2);
 }
+
+// Issue 22, item 5: a multi-core run says, per core, what kept it busy and when it ended, and
+// how evenly the chip's cores were loaded; a single-core run's outputs have none of it.
+TEST_CASE("a multi-core run reports each core and the chip's load balance") {
+  const trnsim_test::Run two =
+      trnsim_test::run_ok(example("micro/contention_two_cores.json"), "--timing-only", "chip_two");
+  const auto& cores = two.stats["cores"];
+  REQUIRE(cores.size() == 2);
+  for (const auto& c : cores) {
+    CHECK(c["dma_bytes"] == 32ULL << 20);
+    CHECK(c["busiest_time"] == c["dma_active_time"]);  // a DMA-only kernel
+    CHECK(c["end_time"].get<double>() <= two.stats["summary"]["total_time"].get<double>());
+  }
+  // Both cores run the same stream over one HBM stack: nearly even.
+  const double balance = two.stats["chip"]["load_balance"].get<double>();
+  CHECK(balance > 0.95);
+  CHECK(balance <= 1.0);
+  CHECK(two.invocation.out.find("chip: 2 cores, load balance") != std::string::npos);
+  const trnsim_test::Run one =
+      trnsim_test::run_ok(example("micro/contention_one_core.json"), "--timing-only", "chip_one");
+  CHECK_FALSE(one.stats.contains("cores"));
+  CHECK_FALSE(one.stats.contains("chip"));
+  CHECK(one.invocation.out.find("chip:") == std::string::npos);
+}
