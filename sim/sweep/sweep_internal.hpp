@@ -29,6 +29,12 @@ extern const std::vector<std::pair<std::string, std::string>> kBusyNames;
 // Columns a plot may use as y.
 std::vector<std::string> plot_metrics();
 
+// Workload keys a sweep may vary besides the arch's parameters (docs/sweeps.md): "workload.cores"
+// runs the kernel-form workload with that many cores. Each point with one runs a copy of its
+// workload file with the key replaced, written in the point's directory.
+const std::vector<std::string>& workload_axes();
+bool is_workload_axis(const std::string& name);
+
 struct Axis {
   std::vector<std::string> params;               // one for a grid axis, several for a zip group
   std::vector<std::vector<std::string>> values;  // values[i][k]: the i-th step of params[k]
@@ -43,11 +49,13 @@ struct SweepSpec {
   std::string file, name, description;
   std::vector<std::string> workloads;       // as written, for the results
   std::vector<std::string> workload_paths;  // absolute, for the runs
-  std::string arch;                         // as written
-  std::string arch_arg;                     // the runs' --arch: a preset or an absolute path
-  config::ArchSpec base;                    // the base arch with the fixed sets applied
-  std::vector<std::string> fixed_sets;      // "name=value"
-  std::vector<std::string> varied;          // every varied parameter, in column order
+  // Per workload: each workload axis's value in the file itself (its base), e.g. cores 1.
+  std::vector<std::map<std::string, std::string>> workload_values;
+  std::string arch;                     // as written
+  std::string arch_arg;                 // the runs' --arch: a preset or an absolute path
+  config::ArchSpec base;                // the base arch with the fixed sets applied
+  std::vector<std::string> fixed_sets;  // "name=value"
+  std::vector<std::string> varied;      // every varied parameter, in column order
   std::vector<Axis> axes;
   bool timing_only = true;
   PlotSpec plot;
@@ -60,8 +68,11 @@ struct Point {
   bool base = false;                // the point speedups of its workload are relative to
   bool extra_base = false;          // the base point, added because no grid point equals it
   std::vector<std::string> values;  // per spec.varied
-  std::vector<std::string> sets;    // fixed then varied, "name=value"
-  json definition;                  // what the point is, to know a finished one on --resume
+  std::vector<std::string> sets;    // fixed then varied arch parameters, "name=value"
+  // Varied workload keys (workload axes without their "workload." prefix) and their values;
+  // empty when the point runs the workload file as it is.
+  std::vector<std::pair<std::string, std::string>> workload_sets;
+  json definition;  // what the point is, to know a finished one on --resume
 };
 
 std::string stem_of(const std::string& path);

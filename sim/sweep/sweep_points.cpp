@@ -74,7 +74,12 @@ json make_row(const SweepSpec& s, const Point& p, int exit_code, const std::stri
   json params = json::object();
   config::ArchConfig c = s.base.config;
   for (const std::string& set : p.sets) config::set_parameter(c, set);
-  for (const std::string& name : s.varied) {
+  for (size_t k = 0; k < s.varied.size(); ++k) {
+    const std::string& name = s.varied[k];
+    if (is_workload_axis(name)) {
+      params[name] = std::stoull(p.values[k]);
+      continue;
+    }
     const config::Parameter& t = *config::find_parameter(name);
     const double v = t.get(c);
     switch (t.kind) {
@@ -122,6 +127,18 @@ json make_row(const SweepSpec& s, const Point& p, int exit_code, const std::stri
     row["metrics"] = metrics;
   }
   return row;
+}
+
+// The point's workload: the file with its varied keys replaced, named as the file is (the
+// copy's name would otherwise be "workload"), written in the point's directory.
+std::string write_point_workload(const SweepSpec& s, const Point& p, const std::string& dir) {
+  const std::string& path = s.workload_paths[p.workload];
+  nlohmann::ordered_json doc = nlohmann::ordered_json::parse(read_input_file(path));
+  if (!doc.contains("name")) doc["name"] = stem_of(path);
+  for (const auto& [key, value] : p.workload_sets) doc[key] = std::stoull(value);
+  const std::string out = dir + "/workload.json";
+  write_file(out, doc.dump(2) + "\n");
+  return out;
 }
 
 struct PointFiles {
@@ -288,8 +305,10 @@ std::map<size_t, json> run_points(const SweepSpec& s, const std::vector<Point>& 
     fs::remove_all(f.dir, ec);
     make_output_directory(f.dir);
     write_file(f.definition, p.definition.dump(2) + "\n");
+    std::string workload = s.workload_paths[p.workload];
+    if (!p.workload_sets.empty()) workload = write_point_workload(s, p, f.dir);
     std::vector<std::string> args = {
-        exe, "run", s.workload_paths[p.workload], "--arch", s.arch_arg, "--out", f.dir,
+        exe, "run", workload, "--arch", s.arch_arg, "--out", f.dir,
         // A point's results are its row; a page per point would only cost time and disk.
         "--no-report"};
     if (timing_only) args.push_back("--timing-only");

@@ -46,6 +46,16 @@ std::vector<std::string> plot_metrics() {
   return m;
 }
 
+const std::vector<std::string>& workload_axes() {
+  static const std::vector<std::string> names = {"workload.cores"};
+  return names;
+}
+
+bool is_workload_axis(const std::string& name) {
+  const auto& n = workload_axes();
+  return std::find(n.begin(), n.end(), name) != n.end();
+}
+
 namespace {
 
 constexpr size_t kMaxPoints = 100000;
@@ -198,7 +208,7 @@ SweepSpec parse_sweep(const std::string& file) {
 
   std::map<std::string, std::string> where_of;  // parameter -> where it is set or varied
   auto claim = [&](const std::string& name, const std::string& where) {
-    (void)checked_parameter(name, file, where);
+    if (!is_workload_axis(name)) (void)checked_parameter(name, file, where);
     if (where_of.count(name)) {
       fail(file, where, fmt::format("{} is already set or varied at {}", name, where_of[name]));
     }
@@ -210,6 +220,12 @@ SweepSpec parse_sweep(const std::string& file) {
     if (!set.is_object()) fail(file, "/set", "expected an object of parameter: value");
     for (const auto& item : set.items()) {
       const std::string where = "/set/" + item.key();
+      if (is_workload_axis(item.key())) {
+        fail(file, where,
+             fmt::format("{} is a workload key: write it in the workload file, or vary it in "
+                         "\"grid\" or \"zip\"",
+                         item.key()));
+      }
       claim(item.key(), where);
       const std::string v = value_text(item.value(), file, where);
       check_assignment(item.key(), v, file, where);
@@ -229,6 +245,15 @@ SweepSpec parse_sweep(const std::string& file) {
     for (size_t i = 0; i < list.size(); ++i) {
       const std::string at = fmt::format("{}/{}", where, i);
       out.push_back(value_text(list[i], file, at));
+      if (is_workload_axis(name)) {
+        const ordered_json& v = list[i];
+        if (!v.is_number_unsigned() || v.get<uint64_t>() < 1 || v.get<uint64_t>() > 64) {
+          fail(file, at,
+               fmt::format("{}: expected a positive integer (NeuronCores, at most 64), got {}",
+                           name, v.dump()));
+        }
+        continue;
+      }
       check_assignment(name, out.back(), file, at);
     }
     return out;
@@ -292,6 +317,36 @@ SweepSpec parse_sweep(const std::string& file) {
          "\"zip\")");
   }
   for (const Axis& a : s.axes) s.varied.insert(s.varied.end(), a.params.begin(), a.params.end());
+  // A workload axis needs workloads in the kernel form: their base value is the file's own.
+  for (size_t w = 0; w < s.workload_paths.size(); ++w) {
+    std::map<std::string, std::string> values;
+    for (const std::string& name : s.varied) {
+      if (!is_workload_axis(name)) continue;
+      const std::string& path = s.workload_paths[w];
+      const std::string wtext = read_input_file(path);
+      const bool program =
+          path.size() > 5 && (path.compare(path.size() - 5, 5, ".tasm") == 0 ||
+                              wtext.find("\"trnsim-program\"") != std::string::npos);
+      const std::string where = fmt::format("/workloads{}", w == 0 && doc["workloads"].is_string()
+                                                                ? std::string()
+                                                                : fmt::format("/{}", w));
+      if (program) {
+        fail(file, where,
+             fmt::format("{} varies a workload key, which only a workload in the kernel form "
+                         "(\"kernel\": ...) has; {} is a program",
+                         name, s.workloads[w]));
+      }
+      const workloads::Workload parsed = workloads::parse_workload(wtext, path);
+      if (parsed.graph != nullptr) {
+        fail(file, where,
+             fmt::format("{} varies a workload key, which only a workload in the kernel form "
+                         "has; {} is a graph",
+                         name, s.workloads[w]));
+      }
+      values[name] = std::to_string(parsed.cores);
+    }
+    s.workload_values.push_back(std::move(values));
+  }
 
   if (doc.contains("timing_only")) {
     if (!doc["timing_only"].is_boolean()) fail(file, "/timing_only", "expected true or false");
@@ -383,6 +438,10 @@ std::vector<Point> expand(const SweepSpec& s, bool timing_only) {
     for (size_t i = 0; i < block.size() && base_at < 0; ++i) {
       bool same = true;
       for (size_t k = 0; k < s.varied.size() && same; ++k) {
+        if (is_workload_axis(s.varied[k])) {
+          same = block[i].values[k] == s.workload_values[w].at(s.varied[k]);
+          continue;
+        }
         const config::Parameter& p = *config::find_parameter(s.varied[k]);
         config::ArchConfig c = s.base.config;
         config::set_parameter(c, s.varied[k] + "=" + block[i].values[k]);
@@ -396,7 +455,9 @@ std::vector<Point> expand(const SweepSpec& s, bool timing_only) {
       b.extra_base = true;
       for (const std::string& name : s.varied) {
         b.values.push_back(
-            config::parameter_value_text(*config::find_parameter(name), s.base.config));
+            is_workload_axis(name)
+                ? s.workload_values[w].at(name)
+                : config::parameter_value_text(*config::find_parameter(name), s.base.config));
       }
       block.insert(block.begin(), std::move(b));
       base_at = 0;
@@ -416,8 +477,14 @@ std::vector<Point> expand(const SweepSpec& s, bool timing_only) {
     p.id = fmt::format("p{:0{}}", i, points.size() > 1000 ? 5 : 3);
     p.sets = s.fixed_sets;
     if (!p.extra_base) {
-      for (size_t k = 0; k < s.varied.size(); ++k)
-        p.sets.push_back(s.varied[k] + "=" + p.values[k]);
+      for (size_t k = 0; k < s.varied.size(); ++k) {
+        if (is_workload_axis(s.varied[k])) {
+          // "workload.cores" -> the workload's "cores"
+          p.workload_sets.emplace_back(s.varied[k].substr(s.varied[k].find('.') + 1), p.values[k]);
+        } else {
+          p.sets.push_back(s.varied[k] + "=" + p.values[k]);
+        }
+      }
     }
     config::ArchSpec arch = s.base;
     try {
@@ -443,6 +510,7 @@ std::vector<Point> expand(const SweepSpec& s, bool timing_only) {
                     {"sets", p.sets},
                     {"timing_only", timing_only},
                     {"arch_parameters", params}};
+    if (!p.workload_sets.empty()) p.definition["workload_sets"] = p.workload_sets;
   }
   return points;
 }

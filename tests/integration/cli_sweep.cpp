@@ -325,3 +325,50 @@ TEST_CASE("sweep: --full runs the functional model and its check in every point"
   }
   CHECK(read_json(dir + "/o/results.json")["timing_only"] == false);
 }
+
+// Issue 22, item 5: a sweep over the core count. "workload.cores" varies the workload's own
+// "cores": each point runs a copy of the workload with it replaced, the file's value is the
+// base point, and the column is the count.
+TEST_CASE("sweep: workload.cores varies the number of cores, the workload's own is the base") {
+  const std::string dir = sweep_dir("sweep_cores", R"({
+    "workloads": ["w.json"],
+    "grid": {"workload.cores": [1, 2, 4]},
+    "plot": {"x": "workload.cores"}
+  })");
+  const Invocation r = trnsim("sweep " + dir + "/s.json --out " + dir + "/out", dir);
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  const nlohmann::json results = read_json(dir + "/out/results.json");
+  const auto& rows = results["points"];
+  REQUIRE(rows.size() == 3);
+  for (size_t i = 0; i < rows.size(); ++i) {
+    const uint64_t cores = uint64_t{1} << i;
+    CHECK(rows[i]["parameters"]["workload.cores"] == cores);
+    CHECK(rows[i]["status"] == "ok");
+    CHECK(rows[i]["base"] == (i == 0));
+    CHECK(rows[i]["kernel"] == "w");  // the copy keeps the file's name
+    const nlohmann::json stats =
+        read_json(dir + "/out/points/" + rows[i]["point"].get<std::string>() + "/stats.json");
+    CHECK(stats.contains("cores") == (cores > 1));
+    if (cores > 1) CHECK(stats["cores"].size() == cores);
+  }
+  CHECK(results["units"]["workload.cores"] == "cores");
+  // Cores sharing HBM stacks: more cores are not faster on the same per-core work.
+  CHECK(rows[1]["total_time_us"].get<double>() >= rows[0]["total_time_us"].get<double>());
+}
+
+TEST_CASE("sweep: workload.cores is refused where it cannot apply, before any point runs") {
+  refused("cores_set", R"({"workloads": ["w.json"], "set": {"workload.cores": 2},
+      "grid": {"clock.scalar_mhz": [600]}})",
+          "/set/workload.cores", "is a workload key");
+  refused("cores_zero", R"({"workloads": ["w.json"], "grid": {"workload.cores": [1, 0]}})",
+          "/grid/workload.cores/1", "expected a positive integer");
+  const std::string dir = sweep_dir("sweep_bad_cores_program", R"({
+    "workloads": ["p.tasm"], "grid": {"workload.cores": [1, 2]}})");
+  write_file(dir, "p.tasm", ".arch trn2\n");
+  const Invocation r = trnsim("sweep " + dir + "/s.json --out " + dir + "/out", dir);
+  INFO(r.err);
+  CHECK(r.exit_code == 2);
+  CHECK(r.err.find("only a workload in the kernel form") != std::string::npos);
+  CHECK_FALSE(std::filesystem::exists(dir + "/out"));
+}
