@@ -260,12 +260,16 @@ std::vector<Finding> diagnose(const json& stats,
       }
     } else {
       cause = who;
-      const double vec = number(k, "vector_engine_active_time");
-      const double sca = number(k, "scalar_engine_active_time");
+      // On several cores, an engine's time per core (stats.json sums them).
+      const double cores = k.contains("cores") ? number(k, "cores") : 1.0;
+      const double vec = number(k, "vector_engine_active_time") / cores;
+      const double sca = number(k, "scalar_engine_active_time") / cores;
       evidence = fmt::format(
-          "kernel {} is {}-bound: busy {:.0f}% of {} (VectorE {}, ScalarE {}, "
+          "kernel {} is {}-bound: busy {:.0f}% of {}{} (VectorE {}, ScalarE {}, "
           "DMA {})",
-          name, who, pct, us(d), us(vec), us(sca), us(number(k, "dma_active_time")));
+          name, who, pct, us(d),
+          cores > 1 ? fmt::format(" per core, on average over {:.0f} cores", cores) : std::string(),
+          us(vec), us(sca), us(number(k, "dma_active_time")));
       if (who == "ScalarE" && vec < 0.6 * sca) {
         suggestion =
             "move an elementwise step (a multiply or add by a per-row value) from "

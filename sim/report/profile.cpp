@@ -20,15 +20,17 @@ double secs(Picoseconds t) {
 
 std::pair<std::string, double> KernelProfile::bound() const {
   std::string who = "DMA";
-  Picoseconds most = dma_busy;
+  double most = static_cast<double>(dma_busy.value);
+  const double n = std::max<uint32_t>(cores, 1);
   for (Engine e : kAllEngines) {
-    if (engine_active[index_of(e)] > most) {
-      most = engine_active[index_of(e)];
+    const double per_core = static_cast<double>(engine_active[index_of(e)].value) / n;
+    if (per_core > most) {
+      most = per_core;
       who = std::string(name_of(e));
     }
   }
   const Picoseconds d = duration();
-  return {who, d.value > 0 ? 100.0 * static_cast<double>(most.value) / d.value : 0.0};
+  return {who, d.value > 0 ? 100.0 * most / static_cast<double>(d.value) : 0.0};
 }
 
 ProfileCollector::ProfileCollector(const isa::Program& program, const config::ArchConfig&)
@@ -60,6 +62,7 @@ void ProfileCollector::on_transfer(const models::TransferRecord& r) {
 
 void ProfileCollector::on_kernel(const models::KernelRecord& r) {
   KernelProfile& k = kernels_[r.kernel];
+  ++k.cores;
   if (!k.seen) {
     k.arrived = r.arrived;
     k.start = r.start;
@@ -227,6 +230,8 @@ nlohmann::json ProfileCollector::json(Picoseconds total) const {
                         {"dma_active_time", secs(k.dma_busy)},
                         {"bound_by", k.bound().first},
                         {"bound_by_percent", k.bound().second}};
+    // Several cores: the engine times below are summed over them.
+    if (k.cores > 1) e["cores"] = k.cores;
     uint64_t instructions = 0;
     for (Engine eng : kAllEngines) {
       e[fmt::format("{}_engine_active_time", key_of(eng))] = secs(k.engine_active[index_of(eng)]);

@@ -22,13 +22,15 @@ struct KernelProfile {
   Picoseconds arrived, start,
       end;  // core 0's; with several cores, the earliest start and latest end
   bool seen = false;
-  std::array<Picoseconds, kEngineCount> engine_active{};
+  uint32_t cores = 0;  // cores that ran it (one kernel record each)
+  std::array<Picoseconds, kEngineCount> engine_active{};  // summed over its cores
   std::array<uint64_t, kEngineCount> instructions{};
   Picoseconds dma_busy;  // union of its transfers
   Picoseconds dma_covered_to;
   uint64_t dma_bytes = 0, dma_transfers = 0;
   Picoseconds duration() const { return end - start; }
-  // The engine (or "DMA") busiest during the kernel, and its share of the kernel's time.
+  // The engine (or "DMA") busiest during the kernel, and its share of the kernel's time: an
+  // engine's active time averaged over the cores (so at most 100%), DMA's union of transfers.
   std::pair<std::string, double> bound() const;
 };
 

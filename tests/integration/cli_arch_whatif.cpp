@@ -125,6 +125,11 @@ TEST_CASE("a multi-core run reports each core and the chip's load balance") {
   CHECK(balance > 0.95);
   CHECK(balance <= 1.0);
   CHECK(two.invocation.out.find("chip: 2 cores, load balance") != std::string::npos);
+  // A kernel's bound is a share of its time per core: at most 100% however many cores run it
+  // (it summed the cores' engine times, 654% on 8 cores).
+  const auto& kernel = two.stats["kernels"][0];
+  CHECK(kernel["cores"] == 2);
+  CHECK(kernel["bound_by_percent"].get<double>() <= 100.0);
   const trnsim_test::Run one =
       trnsim_test::run_ok(example("micro/contention_one_core.json"), "--timing-only", "chip_one");
   CHECK_FALSE(one.stats.contains("cores"));
