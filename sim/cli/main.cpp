@@ -39,7 +39,7 @@ constexpr const char* kUsage =
     "              [--no-report] [--set NAME=VALUE]... [--progress|--no-progress] [-v]\n"
     "              [--trace-format json|perfetto|none] [--trace-filter SPEC]\n"
     "       trnsim run KERNEL.py [--kernel NAME] [--input NAME=SHAPE[:DTYPE]|NAME=FILE.npy]...\n"
-    "              [--grid G]              an NKI kernel (docs/nki.md)\n"
+    "              [--grid G] [--lnc 1|2]  an NKI kernel (docs/nki.md)\n"
     "       trnsim asm PROGRAM.tasm [-o OUT.json]   assemble (adds synchronization)\n"
     "       trnsim disasm PROGRAM.json|PROGRAM.tasm [-o OUT.tasm]\n"
     "       trnsim isa [--markdown]                 list the instruction set\n"
