@@ -17,10 +17,16 @@ MemoryImage::MemoryImage(const config::ArchConfig& arch, uint64_t dram_bytes)
       psum(arch.partitions * arch.psum_partition_bytes),
       hbm(dram_bytes) {}
 
+void MemoryImage::share_hbm(MemoryImage& owner) {
+  shared_hbm = &owner.hbm_bytes();
+  hbm.clear();
+  hbm.shrink_to_fit();
+}
+
 const uint8_t* MemoryImage::row(const AccessPattern& ap, uint32_t p) const {
   switch (ap.memory) {
     case Memory::hbm:
-      return hbm.data() + ap.offset +
+      return hbm_bytes().data() + ap.offset +
              static_cast<int64_t>(p) * ap.partition_stride * size_of(ap.dtype);
     case Memory::sbuf:
       return sbuf.data() + (ap.start_partition + p) * sbuf_partition_bytes + ap.offset;

@@ -20,8 +20,17 @@ struct MemoryImage {
   std::vector<uint8_t> sbuf;
   std::vector<uint8_t> psum;
   std::vector<uint8_t> hbm;
+  // The physical cores of one logical core (LNC=2) share one HBM address space: an image made
+  // with share_hbm(owner) reads and writes owner's hbm (its own stays empty).
+  std::vector<uint8_t>* shared_hbm = nullptr;
 
   MemoryImage(const config::ArchConfig& arch, uint64_t dram_bytes);
+  void share_hbm(MemoryImage& owner);
+  // The HBM bytes this image reads and writes: its own, or the owner's when shared.
+  std::vector<uint8_t>& hbm_bytes() { return shared_hbm != nullptr ? *shared_hbm : hbm; }
+  const std::vector<uint8_t>& hbm_bytes() const {
+    return shared_hbm != nullptr ? *shared_hbm : hbm;
+  }
   // Address of element 0 of partition row `p` (0-based within the pattern).
   uint8_t* row(const AccessPattern& ap, uint32_t p);
   const uint8_t* row(const AccessPattern& ap, uint32_t p) const;

@@ -141,6 +141,10 @@ py::dict arch_dict(const config::ArchConfig& a) {
   d["bn_stats_free_max"] = a.bn_stats_free_max;
   d["vector_transpose_max"] = a.vector_transpose_max;
   d["dma_queues"] = a.dma_queues;
+  d["chip_cores"] = a.chip_cores;
+  // The largest logical core (LNC): the physical cores that share an HBM stack (nki.lnc pairs
+  // "the physical NeuronCores that share an HBM stack"; trn1 has one core per stack: LNC=1).
+  d["lnc_max"] = a.hbm.cores_per_stack;
   return d;
 }
 
@@ -320,6 +324,11 @@ py::dict run(const PyProgram& p, const py::dict& inputs, const py::dict& options
   loaded.workload.file = p.program.name;
   loaded.workload.kernel = "nki";
   loaded.workload.variant = "traced";
+  // SPMD over a logical core (lnc > 1): the programs of cores 1.., sharing the HBM.
+  if (options.contains("core_programs")) {
+    for (auto c : options["core_programs"])
+      loaded.core_programs.push_back(c.cast<const PyProgram&>().program);
+  }
   sim::HostData data;
   if (!o.timing_only) {
     for (auto item : inputs) {

@@ -51,17 +51,31 @@ bool g_simulated = false;
 
 SimulationResult simulate(const isa::Program& program, const config::ArchConfig& arch,
                           const std::vector<isa::MemoryImage*>& memories, EventSink& sink) {
+  const std::vector<const isa::Program*> programs(std::max<size_t>(1, memories.size()), &program);
+  return simulate(programs, arch, memories, sink);
+}
+
+SimulationResult simulate(const std::vector<const isa::Program*>& programs,
+                          const config::ArchConfig& arch,
+                          const std::vector<isa::MemoryImage*>& memories, EventSink& sink) {
+  if (programs.empty()) throw std::invalid_argument("simulate: no program");
+  if (!memories.empty() && memories.size() != programs.size()) {
+    throw std::invalid_argument("simulate: one memory image per program, or none");
+  }
+  const isa::Program& program = *programs[0];
   if (g_simulated) {
     throw std::logic_error("SystemC allows one simulation per process; run another process");
   }
   g_simulated = true;
-  const auto cores = static_cast<uint32_t>(std::max<size_t>(1, memories.size()));
+  const auto cores = static_cast<uint32_t>(programs.size());
   size_t dma_instructions = 0;
-  for (Engine e : kAllEngines) {
-    for (const auto& in : program.stream(e)) dma_instructions += isa::is_dma(in.opcode);
+  for (const isa::Program* p : programs) {
+    for (Engine e : kAllEngines) {
+      for (const auto& in : p->stream(e)) dma_instructions += isa::is_dma(in.opcode);
+    }
   }
   const std::unique_ptr<MemoryModel> memory_model =
-      make_memory_model(arch, cores, dma_instructions * cores);
+      make_memory_model(arch, cores, dma_instructions);
   MemoryModel& memory_system = *memory_model;
   MemorySystemModule memory_module("memory", memory_system, sink);
   std::unique_ptr<HostModule> host;
@@ -70,7 +84,7 @@ SimulationResult simulate(const isa::Program& program, const config::ArchConfig&
   }
   std::vector<std::unique_ptr<NeuronCore>> nc;
   for (uint32_t c = 0; c < cores; ++c) {
-    nc.push_back(std::make_unique<NeuronCore>(fmt::format("nc{}", c).c_str(), c, program, arch,
+    nc.push_back(std::make_unique<NeuronCore>(fmt::format("nc{}", c).c_str(), c, *programs[c], arch,
                                               memories.empty() ? nullptr : memories[c], sink,
                                               memory_module, host.get()));
   }

@@ -37,6 +37,13 @@ struct SimulationResult {
 // passed isa::validate().
 SimulationResult simulate(const isa::Program& program, const config::ArchConfig& arch,
                           const std::vector<isa::MemoryImage*>& memories, EventSink& sink);
+// One program per core (SPMD over a logical core): core c runs *programs[c] on memories[c]
+// (memories empty: timing only). The programs must use the same HBM tensors; to give the cores
+// one HBM address space, make memories[1..] share core 0's HBM (isa::MemoryImage::share_hbm).
+// Host ops are taken from programs[0] only. Each program must have passed isa::validate().
+SimulationResult simulate(const std::vector<const isa::Program*>& programs,
+                          const config::ArchConfig& arch,
+                          const std::vector<isa::MemoryImage*>& memories, EventSink& sink);
 // One core.
 SimulationResult simulate(const isa::Program& program, const config::ArchConfig& arch,
                           isa::MemoryImage* memory, EventSink& sink);

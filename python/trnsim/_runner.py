@@ -117,7 +117,7 @@ def run_workload(path, out_dir, timing_only=False, report=True, arch="", sets=()
 
 
 def run_program(program, inputs, fetch=(), out_dir=None, timing_only=False, report=True,
-                trace=True, arch="", sets=()):
+                trace=True, arch="", sets=(), core_programs=()):
     """Simulates `program` (an _native.Program) in a child process.
 
     inputs: {tensor name: numpy array}; fetch: tensor names whose final contents to return;
@@ -133,6 +133,8 @@ def run_program(program, inputs, fetch=(), out_dir=None, timing_only=False, repo
         encoded[name] = (data, raw)
     options = {"out": directory, "timing_only": bool(timing_only), "report": bool(report and keep),
                "arch": arch, "sets": list(sets), "fetch": list(fetch) if not timing_only else []}
+    if core_programs:  # SPMD over a logical core: the programs of cores 1..
+        options["core_programs"] = list(core_programs)
     try:
         result = _in_child(lambda: _native.run(program, encoded, options))
         if result["exit_code"] == 2:

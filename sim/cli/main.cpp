@@ -39,7 +39,7 @@ constexpr const char* kUsage =
     "              [--no-report] [--set NAME=VALUE]... [--progress|--no-progress] [-v]\n"
     "              [--trace-format json|perfetto|none] [--trace-filter SPEC]\n"
     "       trnsim run KERNEL.py [--kernel NAME] [--input NAME=SHAPE[:DTYPE]|NAME=FILE.npy]...\n"
-    "              [--grid G]              an NKI kernel (docs/nki.md)\n"
+    "              [--grid G] [--lnc 1|2]  an NKI kernel (docs/nki.md)\n"
     "       trnsim asm PROGRAM.tasm [-o OUT.json]   assemble (adds synchronization)\n"
     "       trnsim disasm PROGRAM.json|PROGRAM.tasm [-o OUT.tasm]\n"
     "       trnsim isa [--markdown]                 list the instruction set\n"
@@ -476,15 +476,20 @@ int sc_main(int argc, char* argv[]) {
                  "kernel.py: an input, NAME=SHAPE[:DTYPE] (e.g. a=128x512:bfloat16, normal data) "
                  "or NAME=FILE.npy (repeatable; docs/nki.md)");
   app.add_option("--grid", nki.grid, "kernel.py: the SPMD launch grid, e.g. 4 or 2,2");
+  app.add_option("--lnc", nki.lnc,
+                 "kernel.py: physical cores per logical core, 1 (default) or 2: the grid's "
+                 "instances spread over the cores, which share the HBM (docs/nki.md)");
   if (const int rc = parse(app, args); rc >= 0) return rc;
   if (verbose) spdlog::set_level(spdlog::level::debug);
   o.report = !no_report;
   if (progress) o.progress = trnsim::sim::ProgressMode::on;
   if (no_progress) o.progress = trnsim::sim::ProgressMode::off;
   if (trnsim::sim::is_python_kernel(o.workload)) return trnsim::sim::run_nki_kernel(o, nki);
-  if (!nki.kernel.empty() || !nki.inputs.empty() || !nki.grid.empty()) {
-    spdlog::error("--kernel, --input and --grid are for NKI kernels (a .py file); {} is not one",
-                  o.workload);
+  if (!nki.kernel.empty() || !nki.inputs.empty() || !nki.grid.empty() || !nki.lnc.empty()) {
+    spdlog::error(
+        "--kernel, --input, --grid and --lnc are for NKI kernels (a .py file); {} is not "
+        "one",
+        o.workload);
     return trnsim::sim::kBadInput;
   }
   return trnsim::sim::run(o);

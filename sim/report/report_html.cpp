@@ -276,7 +276,7 @@ void ReportWriter::for_each_record(F&& f) {
 }
 
 void ReportWriter::on_instruction(const models::InstructionRecord& r) {
-  const isa::Instruction& in = program_.stream(r.engine)[r.index];
+  const isa::Instruction& in = program_of(r.core).stream(r.engine)[r.index];
   const auto lane = static_cast<uint16_t>(lanes_.engine(static_cast<uint32_t>(r.core), r.engine));
   const auto engine = static_cast<uint8_t>(index_of(r.engine));
   const Picoseconds port_from = r.start - r.port_wait;
@@ -289,8 +289,10 @@ void ReportWriter::on_instruction(const models::InstructionRecord& r) {
       if (w.semaphore == r.blocked_on) value = w.value;
     }
     add({r.ready.value, (semaphores_met - r.ready).value, static_cast<uint64_t>(value), 0,
-         semaphore_name_[static_cast<size_t>(r.blocked_on)], r.index, lane,
-         static_cast<uint8_t>(ReportEventKind::semaphore_wait), engine});
+         core_programs_.empty()
+             ? semaphore_name_[static_cast<size_t>(r.blocked_on)]
+             : name_id("wait " + program_of(r.core).semaphores[r.blocked_on].name),
+         r.index, lane, static_cast<uint8_t>(ReportEventKind::semaphore_wait), engine});
   }
   if (r.pipeline_wait.value > 0) {
     add({semaphores_met.value, r.pipeline_wait.value, 0, 0, pipeline_wait_name_, r.index, lane,
@@ -348,7 +350,7 @@ json ReportWriter::sources_json() const {
 }
 
 void ReportWriter::on_transfer(const models::TransferRecord& r) {
-  const isa::Instruction& in = program_.stream(r.issuer)[r.index];
+  const isa::Instruction& in = program_of(r.core).stream(r.issuer)[r.index];
   add({r.start.value, (r.end - r.start).value, r.bytes, r.engines,
        opcode_name_[static_cast<size_t>(in.opcode)], r.index,
        static_cast<uint16_t>(lanes_.queue(static_cast<uint32_t>(r.core), r.queue)),
@@ -457,31 +459,36 @@ void ReportWriter::close(const json& stats, const std::string& out_dir) {
   // instruction of its program, on every core).
   std::vector<std::string_view> labels;
   std::unordered_map<std::string_view, uint32_t> label_ids;
-  std::array<std::vector<uint32_t>, kEngineCount> label_of;
+  // With one program per core (SPMD), a label id per core and stream position.
+  const size_t programs = std::max<size_t>(1, core_programs_.size());
+  std::vector<std::array<std::vector<uint32_t>, kEngineCount>> label_of(programs);
   size_t label_bytes = 0;
   bool labels_cut = false;
-  for (Engine e : kAllEngines) {
-    const auto& stream = program_.stream(e);
-    auto& ids = label_of[static_cast<size_t>(index_of(e))];
-    ids.assign(stream.size(), kNoLabel);
-    for (size_t i = 0; i < stream.size(); ++i) {
-      // An instruction traced from Python shows its file:line where it has no label.
-      const std::string& l =
-          stream[i].label.empty() ? program_.source_of(stream[i]) : stream[i].label;
-      if (l.empty()) continue;
-      const auto it = label_ids.find(l);
-      if (it != label_ids.end()) {
-        ids[i] = it->second;
-        continue;
+  for (size_t c = 0; c < programs; ++c) {
+    const isa::Program& program = program_of(static_cast<int>(c));
+    for (Engine e : kAllEngines) {
+      const auto& stream = program.stream(e);
+      auto& ids = label_of[c][static_cast<size_t>(index_of(e))];
+      ids.assign(stream.size(), kNoLabel);
+      for (size_t i = 0; i < stream.size(); ++i) {
+        // An instruction traced from Python shows its file:line where it has no label.
+        const std::string& l =
+            stream[i].label.empty() ? program.source_of(stream[i]) : stream[i].label;
+        if (l.empty()) continue;
+        const auto it = label_ids.find(l);
+        if (it != label_ids.end()) {
+          ids[i] = it->second;
+          continue;
+        }
+        if (label_bytes + l.size() > kMaxLabelBytes) {
+          labels_cut = true;
+          continue;
+        }
+        label_bytes += l.size();
+        ids[i] = static_cast<uint32_t>(labels.size());
+        label_ids.emplace(l, ids[i]);
+        labels.push_back(l);
       }
-      if (label_bytes + l.size() > kMaxLabelBytes) {
-        labels_cut = true;
-        continue;
-      }
-      label_bytes += l.size();
-      ids[i] = static_cast<uint32_t>(labels.size());
-      label_ids.emplace(l, ids[i]);
-      labels.push_back(l);
     }
   }
   const std::string title =
@@ -499,7 +506,9 @@ void ReportWriter::close(const json& stats, const std::string& out_dir) {
       uint32_t label = kNoLabel;
       if (r.kind == static_cast<uint8_t>(ReportEventKind::instruction) ||
           r.kind == static_cast<uint8_t>(ReportEventKind::transfer)) {
-        label = label_of[r.engine][r.index];
+        size_t core = 0;
+        while (programs > 1 && core + 1 < programs && r.lane >= lanes_.kernels(core + 1)) ++core;
+        label = label_of[core][r.engine][r.index];
       }
       put(label);
     });

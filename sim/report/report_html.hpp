@@ -59,6 +59,10 @@ class ReportWriter : public models::EventSink {
   void on_transfer(const models::TransferRecord& r) override;
   void on_kernel(const models::KernelRecord& r) override;
   void on_host(const models::HostRecord& r) override;
+  // SPMD over a logical core: core c ran *programs[c] (same queues and tensors as `program`).
+  void set_core_programs(std::vector<const isa::Program*> programs) {
+    core_programs_ = std::move(programs);
+  }
 
   // Writes the page with stats.json's content and the run's --out directory, and closes the
   // file (throws OutputError); commit() then moves it into place.
@@ -90,8 +94,13 @@ class ReportWriter : public models::EventSink {
   std::string run_json(const nlohmann::json& stats, const std::string& out_dir,
                        const std::vector<std::string_view>& labels, bool labels_cut) const;
 
+  const isa::Program& program_of(int core) const {
+    return static_cast<size_t>(core) < core_programs_.size() ? *core_programs_[core] : program_;
+  }
+
   OutputFile file_;
   const isa::Program& program_;
+  std::vector<const isa::Program*> core_programs_;
   const config::ArchConfig& arch_;
   uint32_t cores_;
   TimelineLanes lanes_;

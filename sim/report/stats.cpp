@@ -60,7 +60,7 @@ void StatsCollector::count(const isa::AccessPattern& ap, bool write) {
 }
 
 void StatsCollector::on_instruction(const models::InstructionRecord& r) {
-  const isa::Instruction& in = program_.stream(r.engine)[r.index];
+  const isa::Instruction& in = program_of(r.core).stream(r.engine)[r.index];
   EngineStats& s = engines_[index_of(r.engine)];
   ++s.instructions;
   s.active = s.active + (r.end - r.start);
@@ -80,7 +80,7 @@ void StatsCollector::on_instruction(const models::InstructionRecord& r) {
 }
 
 void StatsCollector::on_transfer(const models::TransferRecord& r) {
-  const isa::Instruction& in = program_.stream(r.issuer)[r.index];
+  const isa::Instruction& in = program_of(r.core).stream(r.issuer)[r.index];
   ++transfers_;
   dma_bytes_ += r.bytes;
   // A queue completes in order, so its intervals arrive sorted by end.

@@ -47,6 +47,10 @@ class StatsCollector : public models::EventSink {
   StatsCollector(const isa::Program& program, const config::ArchConfig& arch, uint32_t cores = 1);
   void on_instruction(const models::InstructionRecord& r) override;
   void on_transfer(const models::TransferRecord& r) override;
+  // SPMD over a logical core: core c ran *programs[c] (same queues and tensors as `program`).
+  void set_core_programs(std::vector<const isa::Program*> programs) {
+    core_programs_ = std::move(programs);
+  }
 
   const EngineStats& engine(Engine e) const { return engines_[index_of(e)]; }
   uint64_t transfers() const { return transfers_; }
@@ -66,8 +70,12 @@ class StatsCollector : public models::EventSink {
 
  private:
   void count(const isa::AccessPattern& ap, bool write);
+  const isa::Program& program_of(uint32_t core) const {
+    return core < core_programs_.size() ? *core_programs_[core] : program_;
+  }
 
   const isa::Program& program_;
+  std::vector<const isa::Program*> core_programs_;
   const config::ArchConfig& arch_;
   uint32_t cores_;
   std::vector<QueueStats> queues_;

@@ -173,6 +173,7 @@ json stats_json(const RunReport& r) {
   if (s.cores() > 1) {
     out["cores"] = per_core;
     out["chip"] = {{"cores", s.cores()}, {"load_balance", core_load_balance(s)}};
+    if (r.lnc > 1) out["chip"]["lnc"] = r.lnc;
   }
   return out;
 }
@@ -213,7 +214,9 @@ std::string summary_text(const RunReport& r) {
   out += fmt::format(
       "trnsim 0.1.0  {}  arch={}  mode={}{}  steady state (no first-run warm-up)\n",
       r.workload.name, r.arch.name, r.timing_only ? "timing-only" : "full",
-      r.result.cores > 1 ? fmt::format("  cores={} (engine rows sum them)", r.result.cores) : "");
+      r.lnc > 1 ? fmt::format("  lnc={} (cores 0-{}; engine rows sum them)", r.lnc, r.lnc - 1)
+      : r.result.cores > 1 ? fmt::format("  cores={} (engine rows sum them)", r.result.cores)
+                           : "");
   std::string check;
   switch (r.check.status) {
     case CheckResult::Status::pass:

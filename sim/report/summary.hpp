@@ -29,6 +29,7 @@ struct RunReport {
   std::vector<std::string> npy_files;     // written into out_dir
   bool report_html = false;               // report.html written into out_dir
   std::string trace_file = "trace.json";  // the trace written into out_dir; empty: none
+  uint32_t lnc = 1;  // physical cores per logical core: >1, an SPMD grid spread over cores
 };
 
 nlohmann::json stats_json(const RunReport& r);

@@ -128,6 +128,13 @@ std::string trace_timestamp(Picoseconds t) {
   return std::string(s.view());
 }
 
+void TraceWriter::set_core_programs(std::vector<const isa::Program*> programs) {
+  core_programs_ = std::move(programs);
+  for (const isa::Program* p : core_programs_)
+    sem_stride_ = std::max(sem_stride_, p->semaphores.size());
+  updates_.assign(static_cast<size_t>(cores_) * sem_stride_, SemaphoreUpdates{});
+}
+
 std::vector<std::string> TraceWriter::lane_names(const isa::Program& program,
                                                  const config::ArchConfig& arch) {
   std::vector<std::string> names;
@@ -171,6 +178,7 @@ TraceWriter::TraceWriter(const std::string& path, const isa::Program& program,
                          const config::ArchConfig& arch, uint32_t cores, TraceFilter filter,
                          TraceFormat format)
     : updates_(static_cast<size_t>(cores) * program.semaphores.size()),
+      sem_stride_(program.semaphores.size()),
       queue_lane_ends_(static_cast<size_t>(cores) * program.queues.size()),
       filter_(std::move(filter)),
       lanes_(kCounters * static_cast<size_t>(cores)),
@@ -289,7 +297,7 @@ void TraceWriter::append_pattern(TraceText& out, const isa::AccessPattern& ap) {
 }
 
 void TraceWriter::on_instruction(const models::InstructionRecord& r) {
-  const isa::Instruction& in = program_.stream(r.engine)[r.index];
+  const isa::Instruction& in = program_of(r.core).stream(r.engine)[r.index];
   const int lane = engine_lane(r.engine);
   const int kCorePid = core_pid(static_cast<uint32_t>(r.core));
   const auto core = static_cast<uint32_t>(r.core);
@@ -354,7 +362,7 @@ void TraceWriter::on_instruction(const models::InstructionRecord& r) {
   if (kept && semaphores_met > r.ready && r.blocked_on != models::kNoSemaphore &&
       filter_.keeps_span(r.ready.value, semaphores_met.value)) {
     const int64_t value = semaphore_wait_text(r, in);
-    const std::string& sem = program_.semaphores[r.blocked_on].name;
+    const std::string& sem = program_of(r.core).semaphores[r.blocked_on].name;
     TraceText& out = start_event();
     slice_head(out, r.ready, semaphores_met);
     out += R"(,"name":)";
@@ -414,7 +422,7 @@ void TraceWriter::on_instruction(const models::InstructionRecord& r) {
 }
 
 void TraceWriter::on_transfer(const models::TransferRecord& r) {
-  const isa::Instruction& in = program_.stream(r.issuer)[r.index];
+  const isa::Instruction& in = program_of(r.core).stream(r.issuer)[r.index];
   const int kCorePid = core_pid(static_cast<uint32_t>(r.core));
   const auto core = static_cast<uint32_t>(r.core);
   add_step(core, Counter::pending_dmas, r.end.value, -1.0);
@@ -441,7 +449,7 @@ void TraceWriter::on_transfer(const models::TransferRecord& r) {
   }
   // The queue's semaphore counts completed transfers: this one raised it at r.end.
   const int tid = transfer_lane(core, r.queue, r.start.value, r.end.value);
-  note_update(core, program_.queues[r.queue].semaphore,
+  note_update(core, program_of(core).queues[r.queue].semaphore,
               SemaphoreUpdateSite{r.end.value, r.start.value, r.end.value, r.kernel, tid});
   if (!keep_queue_[r.queue] || !filter_.keeps_span(r.start.value, r.end.value)) {
     release_if_safe();
@@ -628,15 +636,14 @@ void TraceWriter::append_sample(size_t l, int64_t time, double value) {
 }
 
 void TraceWriter::note_update(uint32_t core, uint32_t semaphore, const SemaphoreUpdateSite& site) {
-  SemaphoreUpdates& u = updates_[core * program_.semaphores.size() + semaphore];
+  SemaphoreUpdates& u = updates_[core * sem_stride_ + semaphore];
   u.ring[u.next] = site;
   u.next = (u.next + 1) % kUpdatesKept;
 }
 
 void TraceWriter::semaphore_flow(const models::InstructionRecord& r, int64_t met) {
   const auto core = static_cast<uint32_t>(r.core);
-  const SemaphoreUpdates& u =
-      updates_[core * program_.semaphores.size() + static_cast<uint32_t>(r.blocked_on)];
+  const SemaphoreUpdates& u = updates_[core * sem_stride_ + static_cast<uint32_t>(r.blocked_on)];
   // The wait was met when the semaphore last changed, at `met`: the latest update at that
   // time in this kernel (updates of one time are applied in the order they are noted).
   const SemaphoreUpdateSite* site = nullptr;
@@ -1028,7 +1035,7 @@ int64_t TraceWriter::semaphore_wait_text(const models::InstructionRecord& r,
   }
   operands_.clear();
   operands_ += "wait ";
-  operands_ += program_.semaphores[r.blocked_on].name;
+  operands_ += program_of(r.core).semaphores[r.blocked_on].name;
   operands_ += " >= ";
   append_int(operands_, value);
   return value;
@@ -1042,7 +1049,7 @@ void TraceWriter::proto_instruction(const models::InstructionRecord& r, const is
   if (semaphores_met > r.ready && r.blocked_on != models::kNoSemaphore &&
       filter_.keeps_span(r.ready.value, semaphores_met.value)) {
     const int64_t value = semaphore_wait_text(r, in);
-    const std::string& sem = program_.semaphores[r.blocked_on].name;
+    const std::string& sem = program_of(r.core).semaphores[r.blocked_on].name;
     proto_begin(track, operands_.view(), Category::semaphore);
     arg(Arg::semaphore, sem);
     arg(Arg::reaches, value);

@@ -49,6 +49,8 @@ class TraceWriter : public models::EventSink {
   void on_transfer(const models::TransferRecord& r) override;
   void on_kernel(const models::KernelRecord& r) override;
   void on_host(const models::HostRecord& r) override;
+  // SPMD over a logical core: core c ran *programs[c] (same queues and tensors as `program`).
+  void set_core_programs(std::vector<const isa::Program*> programs);
   // Writes the counters, closes the JSON and the file (throws OutputError), then commit()
   // moves it into place.
   void close();
@@ -161,6 +163,11 @@ class TraceWriter : public models::EventSink {
   void flow(int from_pid, int from_tid, int64_t from_ts, int to_pid, int to_tid, int64_t to_ts,
             uint64_t id, const char* name);
   std::vector<SemaphoreUpdates> updates_;  // per core and semaphore
+  size_t sem_stride_ = 0;                  // semaphores per core in updates_
+  std::vector<const isa::Program*> core_programs_;
+  const isa::Program& program_of(int core) const {
+    return static_cast<size_t>(core) < core_programs_.size() ? *core_programs_[core] : program_;
+  }
   // The lane of a transfer on [start, end) of queue q: the first of the queue's lanes whose last
   // transfer has ended (transfers arrive in the order they end, so no earlier one on that lane
   // can overlap), named when first used.

@@ -134,7 +134,10 @@ LoadedWorkload load_workload_file(const std::string& path, const std::string& ar
       if (arch_name.empty() && !a.arch.empty()) arch = configured_arch(a.arch, sets);
     }
     LoadedWorkload loaded{workloads::describe_assembly(a),
-                          workloads::lower_assembly(a, arch, functional), arch, a.outputs};
+                          workloads::lower_assembly(a, arch, functional),
+                          arch,
+                          a.outputs,
+                          {}};
     // An empty program would run in 0 ns and exit 0, as if it had done something.
     if (loaded.kernel.program.instruction_count() == 0) {
       throw isa::AssemblyError(path, 0, 0,
@@ -145,7 +148,7 @@ LoadedWorkload load_workload_file(const std::string& path, const std::string& ar
   }
   workloads::Workload w = workloads::parse_workload(text, path);
   workloads::LoweredKernel k = workloads::lower(w, arch, functional);
-  return {std::move(w), std::move(k), arch, {}};
+  return {std::move(w), std::move(k), arch, {}, {}};
 }
 
 }  // namespace trnsim::sim

@@ -21,6 +21,9 @@ struct LoadedWorkload {
   // HBM tensors written as <out>/<name>.npy after a functional run (a JSON program's tensors
   // marked "output": true, e.g. a traced NKI kernel's outputs).
   std::vector<std::string> npy_outputs;
+  // SPMD over a logical core (LNC>1): the programs of cores 1.. (kernel.program is core 0's),
+  // with kernel.program's HBM tensors and DMA queues; the cores share one HBM.
+  std::vector<isa::Program> core_programs;
 };
 
 // Loads and lowers `path`. `arch_name` empty means: the file's `.arch`, else trn2. Throws

@@ -99,6 +99,7 @@ int run_nki_kernel(RunOptions o, const NkiKernelOptions& k) {
   if (!k.kernel.empty()) argv.insert(argv.end(), {"--kernel", k.kernel});
   for (const auto& i : k.inputs) argv.insert(argv.end(), {"--input", i});
   if (!k.grid.empty()) argv.insert(argv.end(), {"--grid", k.grid});
+  if (!k.lnc.empty()) argv.insert(argv.end(), {"--lnc", k.lnc});
   for (const auto& s : o.sets) argv.insert(argv.end(), {"--set", s});
   const int traced = spawn(argv);
   int rc = traced;
@@ -106,6 +107,10 @@ int run_nki_kernel(RunOptions o, const NkiKernelOptions& k) {
     // The tracer wrote one program, KERNEL.json, beside its inputs' .npy files.
     for (const auto& entry : fs::directory_iterator(dir)) {
       if (entry.path().extension() == ".json") o.workload = entry.path().string();
+    }
+    // With --lnc 2, cores/1.json ... are the programs of the logical core's other cores.
+    for (uint32_t c = 1; fs::exists(fs::path(dir) / "cores" / fmt::format("{}.json", c)); ++c) {
+      o.core_programs.push_back((fs::path(dir) / "cores" / fmt::format("{}.json", c)).string());
     }
     rc = run(o);
   }

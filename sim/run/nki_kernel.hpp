@@ -15,6 +15,7 @@ struct NkiKernelOptions {
   std::string kernel;               // the nki.jit function to run (default: the file's only one)
   std::vector<std::string> inputs;  // NAME=SHAPE[:DTYPE] or NAME=FILE.npy, in any order
   std::string grid;                 // SPMD launch grid, e.g. "2" or "2,2"
+  std::string lnc;                  // physical cores per logical core ("1" or "2"; empty: 1)
 };
 
 // Whether `path` names a Python kernel file.

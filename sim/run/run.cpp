@@ -149,9 +149,12 @@ RunOutcome execute_run(const RunOptions& o, LoadedWorkload* given, const HostDat
   progress.set_phase("loading and lowering");
   try {
     const TraceFilter trace_filter = parse_trace_filter(o.trace_filter);
-    const LoadedWorkload in = given != nullptr
-                                  ? std::move(*given)
-                                  : load_workload_file(o.workload, o.arch, o.sets, !o.timing_only);
+    LoadedWorkload in = given != nullptr
+                            ? std::move(*given)
+                            : load_workload_file(o.workload, o.arch, o.sets, !o.timing_only);
+    for (const std::string& path : o.core_programs) {
+      in.core_programs.push_back(load_workload_file(path, o.arch, o.sets, false).kernel.program);
+    }
     const workloads::Workload& w = in.workload;
     const workloads::LoweredKernel& k = in.kernel;
     const config::ArchConfig& arch = in.arch;
@@ -171,28 +174,59 @@ RunOutcome execute_run(const RunOptions& o, LoadedWorkload* given, const HostDat
           streams, k.program.queues.size(), k.program.semaphores.size(), arch.name, w.cores,
           o.timing_only ? "timing only" : "functional (tensor data and the check)");
     }
-    try {
-      isa::validate(k.program, arch);
-    } catch (const isa::ValidationError& e) {
-      spdlog::error("{}: the program is invalid: {}", o.workload, e.what());
+    // SPMD over a logical core: core c runs programs[c]; empty: every core runs k.program.
+    std::vector<const isa::Program*> programs;
+    if (!in.core_programs.empty()) {
+      programs.push_back(&k.program);
+      for (const isa::Program& p : in.core_programs) programs.push_back(&p);
+    }
+    const auto cores = programs.empty() ? w.cores : static_cast<uint32_t>(programs.size());
+    if (!programs.empty() && cores > arch.chip_cores) {
+      spdlog::error(
+          "{}: {} programs (one per physical core of the logical core) but a {} chip has "
+          "{} NeuronCores",
+          o.workload, cores, arch.name, arch.chip_cores);
       return out;
     }
-    const std::string deadlock = compiler::find_deadlock(k.program, arch);
-    if (!deadlock.empty()) {
-      spdlog::error("{}: the program can deadlock; it would stop with: {}", o.workload,
-                    one_line(deadlock));
-      return out;
+    for (size_t c = 0; c < std::max<size_t>(1, programs.size()); ++c) {
+      const isa::Program& p = programs.empty() ? k.program : *programs[c];
+      const std::string who =
+          programs.empty() ? o.workload : fmt::format("{} (core {})", o.workload, c);
+      if (p.queues.size() != k.program.queues.size() ||
+          p.dram_tensors.size() != k.program.dram_tensors.size()) {
+        spdlog::error(
+            "{}: the core's program has other DMA queues or HBM tensors than core 0's; "
+            "the cores of a logical core share them",
+            who);
+        return out;
+      }
+      try {
+        isa::validate(p, arch);
+      } catch (const isa::ValidationError& e) {
+        spdlog::error("{}: the program is invalid: {}", who, e.what());
+        return out;
+      }
+      const std::string deadlock = compiler::find_deadlock(p, arch);
+      if (!deadlock.empty()) {
+        spdlog::error("{}: the program can deadlock; it would stop with: {}", who,
+                      one_line(deadlock));
+        return out;
+      }
     }
 
     spdlog::info("{}: the program is valid for {} and cannot deadlock", o.workload, arch.name);
     check_trace_filter(trace_filter, TraceWriter::lane_names(k.program, arch));
     progress.set_phase("preparing");
 
-    // One functional state per core: each core runs the kernel on its own tensors.
+    // One functional state per core: each core runs the kernel on its own tensors; the cores
+    // of a logical core (SPMD) share core 0's HBM and have their own SBUF and PSUM.
     std::vector<std::unique_ptr<isa::MemoryImage>> memories;
     std::vector<isa::MemoryImage*> memory_ptrs;
-    for (uint32_t c = 0; c < w.cores; ++c) {
-      if (!o.timing_only) {
+    for (uint32_t c = 0; c < cores; ++c) {
+      if (!o.timing_only && !programs.empty() && c > 0) {
+        memories.push_back(std::make_unique<isa::MemoryImage>(arch, 0));
+        memories.back()->share_hbm(*memories[0]);
+      } else if (!o.timing_only) {
         memories.push_back(std::make_unique<isa::MemoryImage>(arch, k.program.dram_bytes()));
         workloads::load_inputs(k, *memories.back());
         write_host_inputs(k.program, data, *memories.back());
@@ -201,16 +235,18 @@ RunOutcome execute_run(const RunOptions& o, LoadedWorkload* given, const HostDat
     }
 
     make_output_directory(o.out);
-    StatsCollector stats(k.program, arch, w.cores);
+    StatsCollector stats(k.program, arch, cores);
+    if (!programs.empty()) stats.set_core_programs(programs);
     // The trace: trace.json, or Perfetto's protobuf trace.pftrace, or none (--trace-format).
     std::unique_ptr<TraceWriter> trace;
     std::string trace_file;
     if (o.trace_format != "none") {
       const bool perfetto = o.trace_format == "perfetto";
       trace_file = perfetto ? "trace.pftrace" : "trace.json";
-      trace = std::make_unique<TraceWriter>(o.out + "/" + trace_file, k.program, arch, w.cores,
+      trace = std::make_unique<TraceWriter>(o.out + "/" + trace_file, k.program, arch, cores,
                                             trace_filter,
                                             perfetto ? TraceFormat::perfetto : TraceFormat::json);
+      if (!programs.empty()) trace->set_core_programs(programs);
     }
     ProfileCollector profile(k.program, arch);
     EventCounter counter(progress);
@@ -220,15 +256,22 @@ RunOutcome execute_run(const RunOptions& o, LoadedWorkload* given, const HostDat
     // The report keeps a compact record per slice in a temporary file until the run ends.
     std::unique_ptr<ReportWriter> report_page;
     if (o.report) {
-      report_page =
-          std::make_unique<ReportWriter>(o.out + "/report.html", k.program, arch, w.cores);
+      report_page = std::make_unique<ReportWriter>(o.out + "/report.html", k.program, arch, cores);
+      if (!programs.empty()) report_page->set_core_programs(programs);
       sinks.push_back(report_page.get());
     }
     Fanout sink(sinks);
     const auto t_sim = std::chrono::steady_clock::now();
     const double cpu_sim = cpu_seconds();
-    progress.start_simulation(k.program.instruction_count() * w.cores);
-    const models::SimulationResult result = models::simulate(k.program, arch, memory_ptrs, sink);
+    uint64_t instructions = k.program.instruction_count() * cores;
+    if (!programs.empty()) {
+      instructions = 0;
+      for (const isa::Program* p : programs) instructions += p->instruction_count();
+    }
+    progress.start_simulation(instructions);
+    const models::SimulationResult result =
+        programs.empty() ? models::simulate(k.program, arch, memory_ptrs, sink)
+                         : models::simulate(programs, arch, memory_ptrs, sink);
     const double sim_seconds = seconds_since(t_sim);
     const double sim_cpu = cpu_seconds() - cpu_sim;
     progress.set_phase("checking and writing outputs");
@@ -244,7 +287,11 @@ RunOutcome execute_run(const RunOptions& o, LoadedWorkload* given, const HostDat
 
     RunReport report{w,  arch,  k,  stats,    profile,   result, result.end_time, o.timing_only,
                      {}, o.out, {}, o.report, trace_file};
-    for (size_t c = 0; c < memories.size() && !k.expected.empty(); ++c) {
+    report.lnc = programs.empty() ? 1 : cores;
+    // The cores of a logical core share one HBM: core 0's image holds the outputs.
+    const size_t checked =
+        programs.empty() ? memories.size() : std::min<size_t>(1, memories.size());
+    for (size_t c = 0; c < checked && !k.expected.empty(); ++c) {
       // The worst core's result stands for the run: a failure, else the largest error.
       const workloads::CheckResult r = workloads::check_outputs(k, *memories[c]);
       const bool worse = r.status == workloads::CheckResult::Status::fail

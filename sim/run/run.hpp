@@ -25,6 +25,9 @@ struct RunOptions {
   std::string trace_format = "json";
   // The progress line on stderr (sim/io/progress.hpp): automatic, or forced on or off.
   ProgressMode progress = ProgressMode::automatic;
+  // SPMD over a logical core (LNC): the program files of cores 1.. (the NKI tracer's, one per
+  // physical core); `workload` is core 0's. The cores share one HBM address space.
+  std::vector<std::string> core_programs;
 };
 
 struct RunOutcome {

@@ -86,12 +86,14 @@ def _array_dtype(call, arr):
     return as_dtype(arr.dtype, call)
 
 
-def trace(kernel, *args, grid=(), arch="trn2", sets=(), name=None, input_dtypes=None,
+def trace(kernel, *args, grid=(), arch="trn2", sets=(), name=None, input_dtypes=None, lnc=1,
           **kwargs):
     """Traces `kernel` (an nki.jit kernel or a plain function) with `args` into a trnsim program.
     numpy arrays (and InputSpec) become HBM input tensors named after the kernel's parameters;
     other arguments pass through as Python values. grid: the SPMD launch grid (kernel[grid]).
-    input_dtypes: {parameter: dtype} to give an input an NKI type numpy lacks (bfloat16)."""
+    input_dtypes: {parameter: dtype} to give an input an NKI type numpy lacks (bfloat16).
+    lnc: physical NeuronCores per logical core (1 or 2): with 2, grid instance i runs on core
+    i % 2 and the result has one program per core (Traced.core_programs), sharing the HBM."""
     fn = kernel.fn if isinstance(kernel, Kernel) else kernel
     if _core._current is not None:
         raise NkiError("a kernel cannot be traced inside another kernel's trace "
@@ -101,6 +103,8 @@ def trace(kernel, *args, grid=(), arch="trn2", sets=(), name=None, input_dtypes=
     grid = tuple(int(g) for g in grid)
     name = name or fn.__name__
     tr = KernelTrace(name, arch, sets)
+    lnc = _check_lnc(lnc, grid, tr.arch, name)
+    tr.set_lnc(lnc)
     sig = inspect.signature(fn)
     try:
         bound = sig.bind(*args, **kwargs)
@@ -144,6 +148,8 @@ def trace(kernel, *args, grid=(), arch="trn2", sets=(), name=None, input_dtypes=
             tr.program_id = point
             tr.instance = k
             tr.shared_seen = 0
+            if lnc > 1:
+                tr.on_core(k % lnc)
             r = fn(*[call_args[p] for p in bound.arguments if
                      sig.parameters[p].kind != inspect.Parameter.VAR_KEYWORD])
             if k == 0:
@@ -152,14 +158,46 @@ def trace(kernel, *args, grid=(), arch="trn2", sets=(), name=None, input_dtypes=
         for st in outputs:
             if st.kind == "internal":
                 st.kind = "output"
-        program = tr.builder.finish()
+        programs = [b.finish() for b in tr.builders]
+        program = programs[0]
     finally:
         _core._current = None
         tr.active = False
     inputs = {n: a for n, (st, a) in tr.inputs.items()}
     written = [(n, a) for n, a in written_candidates if n in tr.hbm_written]
-    return Traced(name, tr, program, inputs, [st.name for st in outputs], structure, written,
-                  arrays)
+    traced = Traced(name, tr, program, inputs, [st.name for st in outputs], structure, written,
+                    arrays)
+    traced.core_programs = programs[1:]
+    traced.lnc = lnc
+    return traced
+
+
+def _check_lnc(lnc, grid, arch, name):
+    """The logical core's degree, checked against the grid and the preset (NkiError)."""
+    try:
+        lnc = int(lnc)
+    except (TypeError, ValueError):
+        raise NkiError(f"{name}: lnc={lnc!r}: the logical core's degree is 1 or 2") from None
+    if lnc not in (1, 2):
+        raise NkiError(f"{name}: lnc={lnc}: the Neuron SDK groups 1 or 2 physical NeuronCores "
+                       "into a logical core")
+    if lnc == 1:
+        return 1
+    if arch.get("lnc_max", 1) < lnc:
+        raise NkiError(f"{name}: lnc={lnc} on {arch['name']}: {arch['name']} has no logical "
+                       f"cores of {lnc} physical cores (LNC=2 is Trainium2's; trn1 runs LNC=1)")
+    if arch.get("chip_cores", 1) < lnc:
+        raise NkiError(f"{name}: lnc={lnc} but a {arch['name']} chip has "
+                       f"{arch.get('chip_cores', 1)} NeuronCores")
+    total = 1
+    for g in grid:
+        total *= g
+    if not grid or total % lnc != 0:
+        raise NkiError(f"{name}: lnc={lnc} spreads the launch grid's instances over {lnc} "
+                       f"physical cores; the grid {list(grid) or '(none)'} has {total} "
+                       f"instance(s), not a multiple of {lnc} (launch kernel[{lnc}] or a grid "
+                       f"with a dimension divisible by {lnc})")
+    return lnc
 
 
 def _outputs(name, result):
@@ -185,12 +223,13 @@ def _outputs(name, result):
 
 
 def run(kernel, *args, grid=(), arch="trn2", sets=(), out=None, timing_only=False, report=True,
-        input_dtypes=None, **kwargs):
+        input_dtypes=None, lnc=1, **kwargs):
     """Traces and simulates `kernel`: a RunResult with the outputs (result.outputs, in the
     kernel's return structure), stats.json as a dict and the printed summary. With out=DIR the
-    run's stats.json, trace.json and report.html are written there."""
+    run's stats.json, trace.json and report.html are written there. lnc=2: the grid's
+    instances run on the two physical cores of a logical core at once (docs/nki.md)."""
     traced = trace(kernel, *args, grid=grid, arch=arch, sets=sets, input_dtypes=input_dtypes,
-                   **kwargs)
+                   lnc=lnc, **kwargs)
     return run_traced(traced, out=out, timing_only=timing_only, report=report, arch=arch,
                       sets=sets)
 
@@ -198,7 +237,8 @@ def run(kernel, *args, grid=(), arch="trn2", sets=(), out=None, timing_only=Fals
 def run_traced(traced, out=None, timing_only=False, report=True, arch="", sets=()):
     fetch = list(traced.outputs) + [n for n, _ in traced.written_inputs]
     result = run_program(traced.program, traced.inputs, fetch, out_dir=out,
-                         timing_only=timing_only, report=report, arch=arch, sets=sets)
+                         timing_only=timing_only, report=report, arch=arch, sets=sets,
+                         core_programs=getattr(traced, "core_programs", []))
     if not timing_only:
         result.outputs = traced.shape_outputs(result.tensors)
         for n, arr in traced.written_inputs:

@@ -370,6 +370,10 @@ class KernelTrace:
 
     def __init__(self, name, arch="trn2", sets=(), generation=None):
         self.builder = _native.ProgramBuilder(name, arch, list(sets))
+        # One builder per physical core of the logical core (lnc > 1: set_lnc); self.builder is
+        # the one the current grid instance emits into.
+        self.builders = [self.builder]
+        self._builder_args = (name, arch, list(sets))
         info = self.builder.arch_info()
         self.arch = info
         self.partitions = info["partitions"]
@@ -397,6 +401,21 @@ class KernelTrace:
         self.instructions = 0
         self.counter = itertools.count()
 
+    def set_lnc(self, lnc):
+        """SPMD over a logical core of `lnc` physical cores: one program per core. Tensors,
+        queues and sources go to every program alike (one HBM layout); instructions to the
+        current instance's core's program."""
+        while len(self.builders) < lnc:
+            self.builders.append(_native.ProgramBuilder(*self._builder_args))
+
+    def on_core(self, core):
+        self.builder = self.builders[core]
+        self.last = None
+
+    def _everywhere(self, method, *args):
+        results = [getattr(b, method)(*args) for b in self.builders]
+        return results[0]
+
     # -- sources
     def source(self):
         f = sys._getframe(2)
@@ -407,7 +426,7 @@ class KernelTrace:
         key = (f.f_code.co_filename, f.f_lineno)
         idx = self.sources.get(key)
         if idx is None:
-            idx = self.builder.add_source(f"{display_path(key[0])}:{key[1]}")
+            idx = self._everywhere("add_source", f"{display_path(key[0])}:{key[1]}")
             self.sources[key] = idx
         return idx
 
@@ -415,7 +434,7 @@ class KernelTrace:
         q = self.queues.get(name)
         if q is None:
             if len(self.queues) < self.max_queues:
-                q = self.builder.add_queue(name)
+                q = self._everywhere("add_queue", name)
             else:
                 q = len(self.queues) % self.max_queues
             self.queues[name] = q
@@ -439,7 +458,7 @@ class KernelTrace:
             fail(call, f"shape {shape} has a dimension that is not positive")
         name = self.unique_name(name or ("out" if kind == "output" else "hbm"))
         st = Storage(self, "hbm", dt, shape, name)
-        st.addr = self.builder.add_tensor(name, dt.trnsim, list(shape))
+        st.addr = self._everywhere("add_tensor", name, dt.trnsim, list(shape))
         st.hbm_name = name
         st.kind = kind
         self.hbm_tensors[name] = st

@@ -86,6 +86,7 @@ def main(argv=None):
     ap.add_argument("--input", action="append", default=[])
     ap.add_argument("--grid", default="")
     ap.add_argument("--arch", default="trn2")
+    ap.add_argument("--lnc", default="1")
     ap.add_argument("--set", action="append", default=[])
     a = ap.parse_args(argv)
     from . import trace, NkiError, InputSpec
@@ -111,7 +112,7 @@ def main(argv=None):
                 raise UsageError(f"{a.kernel_file}: {fn.__name__}'s input {p.name!r} is not given "
                                  f"(--input {p.name}=SHAPE[:DTYPE] or {p.name}=FILE.npy)")
         grid = tuple(int(g) for g in a.grid.split(",")) if a.grid else getattr(kernel, "grid", ())
-        traced = trace(kernel, *args, grid=grid, arch=a.arch, sets=a.set)
+        traced = trace(kernel, *args, grid=grid, arch=a.arch, sets=a.set, lnc=a.lnc)
     except UsageError as e:
         print(f"trnsim: error: {e}", file=sys.stderr)
         return 2
@@ -144,6 +145,13 @@ def write_program(traced, directory):
     with open(os.path.join(directory, f"{traced.name}.json"), "w") as f:
         json.dump(doc, f, indent=1)
         f.write("\n")
+    # lnc > 1: the other physical cores' programs, cores/1.json ... (same tensors; the inputs'
+    # data is core 0's, in the one shared HBM).
+    for c, p in enumerate(getattr(traced, "core_programs", []), start=1):
+        os.makedirs(os.path.join(directory, "cores"), exist_ok=True)
+        with open(os.path.join(directory, "cores", f"{c}.json"), "w") as f:
+            f.write(p.to_json())
+            f.write("\n")
     return os.path.join(directory, f"{traced.name}.json")
 
 

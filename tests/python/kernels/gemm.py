@@ -112,3 +112,23 @@ def gemm_blocked_loads(lhsT, rhs, block_n=2):
 
 def reference(lhsT, rhs, *unused):
     return (lhsT.astype(np.float64).T @ rhs.astype(np.float64)).astype(np.float32)
+
+
+@nki.jit
+def gemm_spmd(lhsT, rhs):
+    """SPMD: program i of the launch grid computes output columns [i N/G, (i + 1) N/G) as
+    gemm_naive does; with lnc=2 the column blocks run on two cores at once."""
+    K, M = lhsT.shape
+    N = rhs.shape[1]
+    out = nl.ndarray((M, N), dtype=nl.float32, buffer=nl.shared_hbm)
+    width = N // nl.num_programs(0)
+    n0 = nl.program_id(0) * width
+    for m in nl.affine_range(M // TM):
+        for n in nl.affine_range(width // TN):
+            acc = nl.zeros((TM, TN), nl.float32, buffer=nl.psum)
+            for k in nl.affine_range(K // TK):
+                a = nl.load(lhsT[k * TK:(k + 1) * TK, m * TM:(m + 1) * TM])
+                b = nl.load(rhs[k * TK:(k + 1) * TK, n0 + n * TN:n0 + (n + 1) * TN])
+                acc += nisa.nc_matmul(a, b)
+            nl.store(out[m * TM:(m + 1) * TM, n0 + n * TN:n0 + (n + 1) * TN], value=nl.copy(acc))
+    return out
