@@ -12,8 +12,9 @@
 
 namespace trnsim::workloads {
 
-void load_inputs(const LoweredKernel& k, isa::MemoryImage& memory) {
-  for (const auto& t : k.inputs) {
+void load_inputs(const LoweredKernel& k, isa::MemoryImage& memory, uint32_t core) {
+  const auto& inputs = k.core_inputs.empty() ? k.inputs : k.core_inputs.at(core);
+  for (const auto& t : inputs) {
     uint8_t* p = memory.hbm.data() + k.program.find_dram_tensor(t.name)->address;
     for (float v : t.values) {
       isa::store_element(t.dtype, p, v);
@@ -34,11 +35,12 @@ std::vector<float> read_tensor(const LoweredKernel& k, const isa::MemoryImage& m
   return v;
 }
 
-CheckResult check_outputs(const LoweredKernel& k, const isa::MemoryImage& memory) {
+CheckResult check_outputs(const LoweredKernel& k, const isa::MemoryImage& memory, uint32_t core) {
+  const auto& references = k.core_expected.empty() ? k.expected : k.core_expected.at(core);
   CheckResult c;
   c.tolerance = k.tolerance;
   c.rel_error_floor = k.tolerance.rtol > 0 ? k.tolerance.atol / k.tolerance.rtol : 0;
-  for (const auto& expected : k.expected) {
+  for (const auto& expected : references) {
     const isa::DramTensor* d = k.program.find_dram_tensor(expected.name);
     const uint8_t* p = memory.hbm.data() + d->address;
     for (float want : expected.values) {

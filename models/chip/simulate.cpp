@@ -56,9 +56,12 @@ SimulationResult simulate(const isa::Program& program, const config::ArchConfig&
   }
   g_simulated = true;
   const auto cores = static_cast<uint32_t>(std::max<size_t>(1, memories.size()));
-  size_t dma_instructions = 0;
+  size_t dma_instructions = 0, collective_instructions = 0;
   for (Engine e : kAllEngines) {
-    for (const auto& in : program.stream(e)) dma_instructions += isa::is_dma(in.opcode);
+    for (const auto& in : program.stream(e)) {
+      dma_instructions += isa::is_dma(in.opcode);
+      collective_instructions += isa::is_collective(in.opcode);
+    }
   }
   const std::unique_ptr<MemoryModel> memory_model =
       make_memory_model(arch, cores, dma_instructions * cores);
@@ -68,11 +71,16 @@ SimulationResult simulate(const isa::Program& program, const config::ArchConfig&
   if (!program.host_ops.empty()) {
     host = std::make_unique<HostModule>("host", program, arch, cores, sink);
   }
+  // Only a program with collectives has the rendezvous: no cost for the others.
+  std::unique_ptr<CollectiveModule> collectives;
+  if (collective_instructions > 0) {
+    collectives = std::make_unique<CollectiveModule>("collectives", arch, cores, sink);
+  }
   std::vector<std::unique_ptr<NeuronCore>> nc;
   for (uint32_t c = 0; c < cores; ++c) {
     nc.push_back(std::make_unique<NeuronCore>(fmt::format("nc{}", c).c_str(), c, program, arch,
                                               memories.empty() ? nullptr : memories[c], sink,
-                                              memory_module, host.get()));
+                                              memory_module, host.get(), collectives.get()));
   }
   sc_core::sc_start();  // returns when no event is left: every stream done, or a deadlock
   restore_sanitizer_stack_bounds();
@@ -83,8 +91,12 @@ SimulationResult simulate(const isa::Program& program, const config::ArchConfig&
     if (!report.empty() && cores > 1) result.deadlock += fmt::format(" core {}:\n", core->id);
     result.deadlock += report;
   }
-  result.completed = result.deadlock.empty() && memory_system.incomplete() == 0 &&
-                     (host == nullptr || host->finished());
+  if (collectives != nullptr) {
+    result.error = collectives->error();
+    if (result.error.empty()) result.deadlock += collectives->deadlock_report();
+  }
+  result.completed = result.error.empty() && result.deadlock.empty() &&
+                     memory_system.incomplete() == 0 && (host == nullptr || host->finished());
   result.cores = cores;
   result.hbm = memory_system.hbm_counters();
   result.flow_memory_model = memory_system.name() == "flow";

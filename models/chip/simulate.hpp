@@ -19,6 +19,9 @@ struct SimulationResult {
   bool completed = false;  // every engine ran its whole stream
   Picoseconds end_time;    // when the last instruction or transfer finished
   std::string deadlock;    // when !completed: what each blocked engine waits for
+  // When the run was stopped by bad input found only while running (ranks that disagree about
+  // a collective): why. Not a deadlock.
+  std::string error;
   uint32_t cores = 1;
   HbmCounters hbm;  // the memory system's DRAM-side counters
   // The flow-level memory model ran (arch.dma_flow_model): hbm holds bytes and bus time only,

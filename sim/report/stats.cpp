@@ -25,7 +25,8 @@ void StatsCollector::on_instruction(const models::InstructionRecord& r) {
   s.pipeline_wait = s.pipeline_wait + r.pipeline_wait;
   s.port_wait = s.port_wait + r.port_wait;
   s.flops += models::instruction_flops(in);
-  if (isa::is_dma(in.opcode)) return;  // counted when the transfer completes
+  // Counted when the transfer (or the collective) completes.
+  if (isa::is_dma(in.opcode) || isa::is_collective(in.opcode)) return;
   isa::for_each_operand(in,
                         [&](const isa::AccessPattern& ap, bool written) { count(ap, written); });
   // A matmul that accumulates reads PSUM as well as writing it.

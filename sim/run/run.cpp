@@ -46,6 +46,9 @@ class Fanout : public models::EventSink {
   void on_host(const models::HostRecord& r) override {
     for (auto* s : sinks_) s->on_host(r);
   }
+  void on_collective(const models::CollectiveRecord& r) override {
+    for (auto* s : sinks_) s->on_collective(r);
+  }
 
  private:
   std::vector<models::EventSink*> sinks_;
@@ -173,6 +176,7 @@ RunOutcome execute_run(const RunOptions& o, LoadedWorkload* given, const HostDat
     }
     try {
       isa::validate(k.program, arch);
+      isa::validate_collectives(k.program, w.cores);
     } catch (const isa::ValidationError& e) {
       spdlog::error("{}: the program is invalid: {}", o.workload, e.what());
       return out;
@@ -194,7 +198,7 @@ RunOutcome execute_run(const RunOptions& o, LoadedWorkload* given, const HostDat
     for (uint32_t c = 0; c < w.cores; ++c) {
       if (!o.timing_only) {
         memories.push_back(std::make_unique<isa::MemoryImage>(arch, k.program.dram_bytes()));
-        workloads::load_inputs(k, *memories.back());
+        workloads::load_inputs(k, *memories.back(), c);
         write_host_inputs(k.program, data, *memories.back());
       }
       memory_ptrs.push_back(o.timing_only ? nullptr : memories.back().get());
@@ -236,6 +240,11 @@ RunOutcome execute_run(const RunOptions& o, LoadedWorkload* given, const HostDat
                  o.workload, result.end_time.us(), sim_seconds, counter.instructions,
                  counter.transfers);
     const double before_sim_seconds = std::chrono::duration<double>(t_sim - t0).count();
+    if (!result.error.empty()) {
+      spdlog::error("{}: the run stopped at {:.3f} us: {}", o.workload, result.end_time.us(),
+                    result.error);
+      return out;
+    }
     if (!result.completed) {
       spdlog::error("{}: the program deadlocked at {:.3f} us; engines still waiting: {}",
                     o.workload, result.end_time.us(), one_line(result.deadlock));
@@ -246,7 +255,8 @@ RunOutcome execute_run(const RunOptions& o, LoadedWorkload* given, const HostDat
                      {}, o.out, {}, o.report, trace_file};
     for (size_t c = 0; c < memories.size() && !k.expected.empty(); ++c) {
       // The worst core's result stands for the run: a failure, else the largest error.
-      const workloads::CheckResult r = workloads::check_outputs(k, *memories[c]);
+      const workloads::CheckResult r =
+          workloads::check_outputs(k, *memories[c], static_cast<uint32_t>(c));
       const bool worse = r.status == workloads::CheckResult::Status::fail
                              ? report.check.status != workloads::CheckResult::Status::fail ||
                                    r.max_abs_error > report.check.max_abs_error

@@ -70,6 +70,11 @@ struct LoweredKernel {
   isa::Program program;
   std::vector<HostTensor> inputs;    // empty when lowered for timing only
   std::vector<HostTensor> expected;  // reference outputs (same names as the outputs)
+  // Per core, when the cores' inputs differ (a program with collectives, `.cores N`): core c
+  // loads core_inputs[c] and is checked against core_expected[c]; empty: every core takes
+  // inputs and expected.
+  std::vector<std::vector<HostTensor>> core_inputs;
+  std::vector<std::vector<HostTensor>> core_expected;
   Tolerance tolerance;
   nlohmann::json choices;    // the lowering parameters used
   uint64_t model_flops = 0;  // FLOPs the operation needs, independent of lowering
