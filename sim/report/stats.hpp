@@ -39,6 +39,7 @@ class StatsCollector : public models::EventSink {
   StatsCollector(const isa::Program& program, const config::ArchConfig& arch, uint32_t cores = 1);
   void on_instruction(const models::InstructionRecord& r) override;
   void on_transfer(const models::TransferRecord& r) override;
+  void on_collective(const models::CollectiveRecord& r) override { collectives_.push_back(r); }
 
   const EngineStats& engine(Engine e) const { return engines_[index_of(e)]; }
   uint64_t transfers() const { return transfers_; }
@@ -46,6 +47,8 @@ class StatsCollector : public models::EventSink {
   Picoseconds dma_active() const;  // union of transfer intervals over every queue
   const MemoryTraffic& traffic(isa::Memory m) const { return traffic_[static_cast<int>(m)]; }
   uint32_t cores() const { return cores_; }
+  // The program's collectives in the order they ended (empty without collectives).
+  const std::vector<models::CollectiveRecord>& collectives() const { return collectives_; }
   // Queue q of core c.
   const QueueStats& queue(uint32_t core, size_t q) const {
     return queues_[core * program_.queues.size() + q];
@@ -65,6 +68,7 @@ class StatsCollector : public models::EventSink {
   // DMA busy time: transfers complete in order per queue, so intervals arrive nearly sorted;
   // merged on the fly into a running union.
   std::vector<std::pair<Picoseconds, Picoseconds>> dma_intervals_;
+  std::vector<models::CollectiveRecord> collectives_;
 };
 
 }  // namespace trnsim::sim

@@ -1,5 +1,7 @@
 #include "sim/report/trace_writer.hpp"
 
+#include "models/collective/fabric.hpp"
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -189,6 +191,8 @@ TraceWriter::TraceWriter(const std::string& path, const isa::Program& program,
     } else if (l.pid == core_pid(0)) {
       if (l.tid == kKernelLane) {
         keep_kernels_ = kept;
+      } else if (l.tid == kCollectiveLane) {
+        keep_collectives_ = kept;
       } else if (l.tid >= queue_lane(0)) {
         keep_queue_[static_cast<size_t>(l.tid - queue_lane(0))] = kept;
       } else {
@@ -734,6 +738,32 @@ void TraceWriter::on_kernel(const models::KernelRecord& r) {
     }
   }
   release_if_safe();
+}
+
+void TraceWriter::on_collective(const models::CollectiveRecord& r) {
+  if (!keep_collectives_ || !filter_.keeps_span(r.triggered.value, r.end.value)) return;
+  const std::string op(isa::name_of(static_cast<isa::CollectiveOp>(r.op)));
+  const std::string& algorithm = models::collective_algorithms().at(r.algorithm);
+  const std::string name = fmt::format("{} {} {}", op, algorithm, r.bytes);
+  // One slice per rank, from the last rank's trigger to the end (the same on every core).
+  for (uint32_t c = 0; c < r.ranks && c < cores_; ++c) {
+    const int pid = core_pid(c);
+    if (proto_) {
+      const uint64_t track = track_uuid(pid, kCollectiveLane);
+      proto_begin(track, name, Category::dma);
+      arg(Arg::op, op);
+      arg(Arg::bytes, static_cast<int64_t>(r.bytes));
+      arg(Arg::index, static_cast<int64_t>(r.index));
+      proto_end(track, r.triggered, r.end);
+      continue;
+    }
+    event(fmt::format(
+        R"({{"ph":"X","pid":{},"tid":{},"ts":{},"dur":{},"name":{},"cat":"collective","args":{{"index":{},"op":{},"algorithm":{},"bytes":{},"ranks":{},"steps":{},"first_trigger_us":{}}}}})",
+        pid, kCollectiveLane, trace_timestamp(to_whole_ns(r.triggered)),
+        trace_timestamp(to_whole_ns(r.end) - to_whole_ns(r.triggered)), json_string(name), r.index,
+        json_string(op), json_string(algorithm), r.bytes, r.ranks, r.steps,
+        trace_timestamp(to_whole_ns(r.first_trigger))));
+  }
 }
 
 void TraceWriter::on_host(const models::HostRecord& r) {

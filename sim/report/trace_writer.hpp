@@ -49,6 +49,7 @@ class TraceWriter : public models::EventSink {
   void on_transfer(const models::TransferRecord& r) override;
   void on_kernel(const models::KernelRecord& r) override;
   void on_host(const models::HostRecord& r) override;
+  void on_collective(const models::CollectiveRecord& r) override;
   // Writes the counters, closes the JSON and the file (throws OutputError), then commit()
   // moves it into place.
   void close();
@@ -81,6 +82,8 @@ class TraceWriter : public models::EventSink {
   static int queue_of_lane(int tid) { return (tid - 100) % 1000; }
   // The kernels lane of a NeuronCore (the profiler's nc_exec_running), and the host's lanes.
   static constexpr int kKernelLane = 50;
+  // The collectives lane of a NeuronCore (only for a program with collectives).
+  static constexpr int kCollectiveLane = 51;
   static constexpr int kHostPid = 0;
   static constexpr int kFrameworkLane = 1;
   static constexpr int kRuntimeLane = 2;
@@ -174,6 +177,7 @@ class TraceWriter : public models::EventSink {
   std::array<bool, kEngineCount> keep_engine_{};
   std::vector<bool> keep_queue_;
   bool keep_kernels_ = true, keep_framework_ = true, keep_runtime_ = true;
+  bool keep_collectives_ = true;
   std::vector<CounterLane> lanes_;  // per core, kCounters each
   uint64_t step_seq_ = 0;
   size_t held_steps_ = 0;  // over all lanes: release_steps() has nothing to do at 0
