@@ -216,6 +216,10 @@ struct Instruction {
   ScalarOperand operand0;
   ScalarOperand operand1;
   uint8_t reduce_dims = 1;
+  // collective: which one; op0 is its reduction (all_reduce, reduce_scatter), src[0] this
+  // rank's input and dst its output (sizes as nccom-test's, isa/collective.hpp). Here, in the
+  // padding after reduce_dims, it costs the Instruction no bytes.
+  CollectiveOp collective_op = CollectiveOp::all_reduce;
 
   // matmul: start zeroes the PSUM accumulation group, stop closes it.
   bool accumulate_start = true;
@@ -228,9 +232,6 @@ struct Instruction {
   // dma_copy: through the DMA transpose unit. The access patterns already say where each
   // element goes; the flag only changes the cost (a fraction of copy throughput, section 3).
   bool dma_transpose = false;
-  // collective: which one; op0 is its reduction (all_reduce, reduce_scatter), src[0] this
-  // rank's input and dst its output (sizes as nccom-test's, isa/collective.hpp).
-  CollectiveOp collective_op = CollectiveOp::all_reduce;
 
   // iota and affine_select: the affine expression of the partition and free indices.
   int32_t index_base = 0;
