@@ -1,5 +1,6 @@
 #include "sim/report/trace_writer.hpp"
 
+#include "isa/validate.hpp"
 #include "models/collective/fabric.hpp"
 
 #include <fmt/format.h>
@@ -183,6 +184,7 @@ TraceWriter::TraceWriter(const std::string& path, const isa::Program& program,
   // Which lanes the filter keeps, by the names trace_lanes() gives them (the same on every
   // core, so the host's and core 0's lanes decide).
   const std::vector<TraceLane> lanes = trace_lanes(program, arch, cores);
+  collectives_ = isa::has_collectives(program);
   keep_queue_.resize(program.queues.size());
   for (const TraceLane& l : lanes) {
     const bool kept = filter_.keeps_lane(l.name);
@@ -750,10 +752,14 @@ void TraceWriter::on_collective(const models::CollectiveRecord& r) {
     const int pid = core_pid(c);
     if (proto_) {
       const uint64_t track = track_uuid(pid, kCollectiveLane);
-      proto_begin(track, name, Category::dma);
-      arg(Arg::op, op);
-      arg(Arg::bytes, static_cast<int64_t>(r.bytes));
+      proto_begin(track, name, Category::collective);
       arg(Arg::index, static_cast<int64_t>(r.index));
+      arg(Arg::op, op);
+      arg(Arg::algorithm, algorithm);
+      arg(Arg::bytes, static_cast<int64_t>(r.bytes));
+      arg(Arg::ranks, static_cast<int64_t>(r.ranks));
+      arg(Arg::steps, static_cast<int64_t>(r.steps));
+      arg_double(Arg::first_trigger_us, static_cast<double>(r.first_trigger.value) * 1e-6);
       proto_end(track, r.triggered, r.end);
       continue;
     }
@@ -762,7 +768,7 @@ void TraceWriter::on_collective(const models::CollectiveRecord& r) {
         pid, kCollectiveLane, trace_timestamp(to_whole_ns(r.triggered)),
         trace_timestamp(to_whole_ns(r.end) - to_whole_ns(r.triggered)), json_string(name), r.index,
         json_string(op), json_string(algorithm), r.bytes, r.ranks, r.steps,
-        trace_timestamp(to_whole_ns(r.first_trigger))));
+        trace_timestamp(r.first_trigger)));
   }
 }
 
@@ -867,13 +873,22 @@ namespace f = perfetto::field;
 
 // Debug annotation names and categories, interned once in the first packet (iid = index + 1),
 // in the order of TraceWriter::Arg and TraceWriter::Category.
-constexpr const char* kArgNames[] = {
-    "why",         "semaphore", "reaches",      "opcode", "index",  "label",  "operands",
-    "cycles",      "flops",     "function",     "queue",  "source", "bytes",  "dma_engines",
-    "descriptors", "issued_by", "issued_at_us", "src",    "dst",    "kernel", "launch_arrived_us",
-    "op"};
-constexpr const char* kCategoryNames[] = {"instruction", "dma",  "kernel",    "host",
-                                          "pipeline",    "port", "semaphore", "launch"};
+constexpr const char* kArgNames[] = {"why",       "semaphore",       "reaches",
+                                     "opcode",    "index",           "label",
+                                     "operands",  "cycles",          "flops",
+                                     "function",  "queue",           "source",
+                                     "bytes",     "dma_engines",     "descriptors",
+                                     "issued_by", "issued_at_us",    "src",
+                                     "dst",       "kernel",          "launch_arrived_us",
+                                     "op",        "algorithm",       "ranks",
+                                     "steps",     "first_trigger_us"};
+constexpr const char* kCategoryNames[] = {"instruction", "dma",      "kernel",
+                                          "host",        "pipeline", "port",
+                                          "semaphore",   "launch",   "collective"};
+// The entries before the collectives' (appended): a trace without collectives interns only
+// these, so that it stays byte for byte what it was.
+constexpr size_t kArgNamesWithoutCollectives = 22;
+constexpr size_t kCategoryNamesWithoutCollectives = 8;
 static_assert(std::size(kArgNames) < 128 && std::size(kCategoryNames) < 128,
               "TraceWriter::arg writes an argument name's iid in one byte");
 constexpr uint32_t kSequence = 1;             // every packet is on one sequence
@@ -918,10 +933,13 @@ void TraceWriter::proto_packet(TraceText& out, uint64_t timestamp_ns) {
 
 void TraceWriter::proto_open(const std::vector<TraceLane>& lanes) {
   // The first packet starts the sequence's interning state with the fixed tables.
-  for (size_t i = 0; i < std::size(kArgNames); ++i) {
+  const size_t arg_names = collectives_ ? std::size(kArgNames) : kArgNamesWithoutCollectives;
+  const size_t categories =
+      collectives_ ? std::size(kCategoryNames) : kCategoryNamesWithoutCollectives;
+  for (size_t i = 0; i < arg_names; ++i) {
     perfetto::interned_entry(interned_, f::kDebugAnnotationNames, i + 1, kArgNames[i]);
   }
-  for (size_t i = 0; i < std::size(kCategoryNames); ++i) {
+  for (size_t i = 0; i < categories; ++i) {
     perfetto::interned_entry(interned_, f::kEventCategories, i + 1, kCategoryNames[i]);
   }
   ++events_;

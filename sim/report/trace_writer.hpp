@@ -178,6 +178,7 @@ class TraceWriter : public models::EventSink {
   std::vector<bool> keep_queue_;
   bool keep_kernels_ = true, keep_framework_ = true, keep_runtime_ = true;
   bool keep_collectives_ = true;
+  bool collectives_ = false;        // the program has collectives (the Collectives lanes)
   std::vector<CounterLane> lanes_;  // per core, kCounters each
   uint64_t step_seq_ = 0;
   size_t held_steps_ = 0;  // over all lanes: release_steps() has nothing to do at 0
@@ -213,6 +214,7 @@ class TraceWriter : public models::EventSink {
     port,
     semaphore,
     launch,
+    collective,  // appended: written to the trace's tables only when it has collectives
   };
   enum class Arg : uint8_t {
     why,
@@ -237,6 +239,11 @@ class TraceWriter : public models::EventSink {
     kernel,
     launch_arrived_us,
     op,
+    // Appended for collectives: written to the trace's tables only when it has collectives.
+    algorithm,
+    ranks,
+    steps,
+    first_trigger_us,
   };
   static constexpr uint64_t track_uuid(int pid, int tid) {
     return (static_cast<uint64_t>(pid) + 1) << 32 | (static_cast<uint64_t>(tid) + 1);
