@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "compiler/synchronize.hpp"
+#include "workloads/kernels/collective.hpp"
 #include "workloads/kernels/rmsnorm.hpp"
 
 namespace trnsim::workloads {
@@ -45,45 +46,6 @@ std::string collective_reference_size_error(const std::string& f, uint64_t in, u
         scatter || f == "all_to_all" ? " (and the input a multiple of the cores)" : "", out);
   }
   return {};
-}
-
-// What core `core` holds after collective `f` (an .expect reference) over each core's input,
-// reduced in fp32 in core order, as the collective module does.
-std::vector<float> collective_reference(const std::string& f,
-                                        const std::vector<std::vector<float>>& each,
-                                        uint32_t core) {
-  const auto ranks = static_cast<uint32_t>(each.size());
-  const size_t n = each[0].size();
-  auto reduced = [&](isa::AluOp op) {
-    std::vector<float> acc = each[0];
-    for (uint32_t r = 1; r < ranks; ++r) {
-      for (size_t i = 0; i < n; ++i) acc[i] = isa::apply(op, acc[i], each[r][i]);
-    }
-    return acc;
-  };
-  auto op_of = [&](const std::string& suffix) {
-    return suffix == "max" ? isa::AluOp::max : suffix == "min" ? isa::AluOp::min : isa::AluOp::add;
-  };
-  if (f.rfind("all_reduce_", 0) == 0) return reduced(op_of(f.substr(11)));
-  if (f.rfind("reduce_scatter_", 0) == 0) {
-    const std::vector<float> acc = reduced(op_of(f.substr(15)));
-    const size_t chunk = n / ranks;
-    return std::vector<float>(acc.begin() + static_cast<std::ptrdiff_t>(core * chunk),
-                              acc.begin() + static_cast<std::ptrdiff_t>((core + 1) * chunk));
-  }
-  std::vector<float> out;
-  if (f == "all_gather") {
-    for (const auto& x : each) out.insert(out.end(), x.begin(), x.end());
-  } else if (f == "all_to_all") {
-    const size_t chunk = n / ranks;
-    for (uint32_t s = 0; s < ranks; ++s) {
-      const auto from = each[s].begin() + static_cast<std::ptrdiff_t>(core * chunk);
-      out.insert(out.end(), from, from + static_cast<std::ptrdiff_t>(chunk));
-    }
-  } else {  // permute: the predecessor's input
-    out = each[(core + ranks - 1) % ranks];
-  }
-  return out;
 }
 
 }  // namespace

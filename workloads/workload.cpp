@@ -163,8 +163,13 @@ Workload parse_workload(const std::string& text, const std::string& file) {
   }
   if (doc.contains("variant")) w.variant = r.one_of("variant", kVariants);
 
-  if (!doc.contains("shape")) r.fail("/shape", "missing; expected " + entry->shape_help);
-  const json& shape = doc["shape"];
+  if (entry->shape_rank == 0 && doc.contains("shape")) {
+    r.fail("/shape", fmt::format("{} takes no shape", w.kernel));
+  }
+  if (entry->shape_rank > 0 && !doc.contains("shape")) {
+    r.fail("/shape", "missing; expected " + entry->shape_help);
+  }
+  const json& shape = entry->shape_rank == 0 ? json::array() : doc["shape"];
   if (!shape.is_array() || shape.size() != entry->shape_rank) {
     r.fail("/shape", fmt::format("expected an array of {} positive integers {}, got {}",
                                  entry->shape_rank, entry->shape_help, shape.dump()));

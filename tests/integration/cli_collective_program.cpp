@@ -177,3 +177,45 @@ TEST_CASE("a collective in SBUF or under .sync auto is refused with exit 2") {
   CHECK(trnsim_test::rejected_input("cc_auto.tasm", autosync)
             .find("a collective needs `.sync manual`") != std::string::npos);
 }
+
+TEST_CASE("the collective library kernel runs nccom-test's size on the workload's cores") {
+  const auto run = trnsim_test::run_ok(trnsim_test::example("collective_all_reduce.json"),
+                                       "--no-report", "cc_kernel");
+  CHECK(run.stats["check"]["status"] == "pass");
+  REQUIRE(run.stats["collectives"].size() == 1);
+  const auto& c = run.stats["collectives"][0];
+  CHECK(c["bytes"] == 4194304);
+  CHECK(c["ranks"] == 4);
+  models::CollectiveFabric fabric(*config::preset("trn2"));
+  const Picoseconds triggered = ps(c["trigger_ns"].get<double>());
+  CHECK(ps(c["end_ns"].get<double>()) == fabric.schedule(request_of(c, 4), triggered).end);
+  CHECK(run.invocation.out.find("collectives 1: all_reduce 4.0 MiB") != std::string::npos);
+  // Every op, in bf16, on 8 cores.
+  for (const char* op : {"all_gather", "reduce_scatter", "all_to_all", "permute"}) {
+    const std::string dir = trnsim_test::fresh_dir(std::string("cc_kernel_") + op);
+    const std::string path =
+        trnsim_test::write_file(dir, "w.json",
+                                std::string(R"({"kernel": "collective", "op": ")") + op +
+                                    R"(", "bytes": 65536, "cores": 8, "dtype": "bf16"})");
+    const auto r = trnsim_test::trnsim(path + " --out " + dir + "/out --no-report", dir);
+    INFO(op << "\n" << r.err);
+    REQUIRE(r.exit_code == 0);
+    CHECK(trnsim_test::read_json(dir + "/out/stats.json")["check"]["status"] == "pass");
+  }
+}
+
+TEST_CASE("the collective kernel refuses sizes that do not split over its cores, with exit 2") {
+  CHECK(
+      trnsim_test::rejected_input(
+          "cc_kernel_bytes.json",
+          R"({"kernel": "collective", "op": "all_gather", "bytes": 1000, "cores": 8, "dtype": "fp32"})")
+          .find("a positive multiple of 32") != std::string::npos);
+  CHECK(trnsim_test::rejected_input(
+            "cc_kernel_reduce.json",
+            R"({"kernel": "collective", "op": "permute", "bytes": 1024, "reduce": "max"})")
+            .find("permute does not reduce") != std::string::npos);
+  CHECK(trnsim_test::rejected_input(
+            "cc_kernel_shape.json",
+            R"({"kernel": "collective", "op": "all_reduce", "bytes": 1024, "shape": [1, 2]})")
+            .find("collective takes no shape") != std::string::npos);
+}
