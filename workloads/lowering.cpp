@@ -67,12 +67,27 @@ CheckResult check_outputs(const LoweredKernel& k, const isa::MemoryImage& memory
   return c;
 }
 
+std::string chips_error(uint32_t cores, uint32_t chips, const config::ArchConfig& arch) {
+  if (chips > std::max<uint32_t>(1, arch.instance.chips())) {
+    return fmt::format("{} chips asked for; a {} instance has {}", chips, arch.name,
+                       arch.instance.chips());
+  }
+  if (cores % chips != 0) {
+    return fmt::format("{} cores do not spread evenly over {} chips", cores, chips);
+  }
+  if (cores / chips > arch.chip_cores) {
+    return chips == 1 ? fmt::format("{} cores asked for; a {} chip has {}", cores, arch.name,
+                                    arch.chip_cores)
+                      : fmt::format("{} cores on {} chips is {} per chip; a {} chip has {}", cores,
+                                    chips, cores / chips, arch.name, arch.chip_cores);
+  }
+  return {};
+}
+
 LoweredKernel lower(const Workload& w, const config::ArchConfig& arch, bool functional) {
   // parse_workload admits only known kernels and variants.
-  if (w.cores > arch.chip_cores) {
-    throw WorkloadError(
-        w.file, "/cores",
-        fmt::format("{} cores asked for; a {} chip has {}", w.cores, arch.name, arch.chip_cores));
+  if (const std::string e = chips_error(w.cores, w.chips, arch); !e.empty()) {
+    throw WorkloadError(w.file, w.chips > 1 ? "/chips" : "/cores", e);
   }
   if (w.graph) return lower_graph(w, arch, functional);
   if (const KernelEntry* k = find_kernel(w.kernel)) return k->lower(w, arch, functional);

@@ -15,6 +15,10 @@
 
 namespace trnsim::workloads {
 
+// Why `cores` cannot spread over `chips` of this arch ("" when they can): at most the
+// instance's chips, the same number of cores on each, at most chip_cores per chip.
+std::string chips_error(uint32_t cores, uint32_t chips, const config::ArchConfig& arch);
+
 // Writes the kernel's inputs into HBM at their tensors' addresses.
 // With per-core inputs (LoweredKernel::core_inputs), core `core`'s.
 void load_inputs(const LoweredKernel& k, isa::MemoryImage& memory, uint32_t core = 0);

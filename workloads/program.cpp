@@ -57,6 +57,7 @@ Workload describe_assembly(const isa::Assembly& a) {
   w.name = stem.substr(0, stem.find_last_of('.'));
   w.kernel = "program";
   w.cores = std::max<uint32_t>(1, a.cores);
+  w.chips = std::max<uint32_t>(1, a.chips);
   w.variant = a.sequence.empty() ? "streams" : a.auto_sync ? "auto-sync" : "hand-synchronized";
   return w;
 }
@@ -64,6 +65,9 @@ Workload describe_assembly(const isa::Assembly& a) {
 LoweredKernel lower_assembly(const isa::Assembly& a, const config::ArchConfig& arch,
                              bool functional) {
   LoweredKernel k;
+  const std::string spread =
+      chips_error(std::max<uint32_t>(1, a.cores), std::max<uint32_t>(1, a.chips), arch);
+  if (!spread.empty()) throw isa::AssemblyError(a.file, 0, 0, spread);
   if (a.sequence.empty()) {
     k.program = a.program;  // the JSON form: streams as given
   } else if (a.auto_sync) {

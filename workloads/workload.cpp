@@ -15,7 +15,7 @@ using nlohmann::json;
 
 namespace {
 
-const std::vector<std::string> kCommonKeys = {"name", "kernel", "seed", "cores"};
+const std::vector<std::string> kCommonKeys = {"name", "kernel", "seed", "cores", "chips"};
 const std::vector<std::string> kKernelFormKeys = {"shape", "dtype", "params"};
 const std::vector<std::string> kVariants = {"fused"};
 
@@ -133,6 +133,13 @@ Workload parse_workload(const std::string& text, const std::string& file) {
       r.fail("/cores", fmt::format("expected a positive integer (NeuronCores), got {}", c.dump()));
     }
     w.cores = static_cast<uint32_t>(c.get<uint64_t>());
+  }
+  if (doc.contains("chips")) {
+    const json& c = doc["chips"];
+    if (!c.is_number_unsigned() || c.get<uint64_t>() < 1 || c.get<uint64_t>() > 64) {
+      r.fail("/chips", fmt::format("expected a positive integer (chips), got {}", c.dump()));
+    }
+    w.chips = static_cast<uint32_t>(c.get<uint64_t>());
   }
   if (doc.contains("seed")) {
     const json& s = doc["seed"];

@@ -64,7 +64,8 @@ struct Assembly {
   // `.cores N`: the program runs on N NeuronCores of the chip (the ranks of its collectives);
   // core c draws each init with seed + c, so that the cores' inputs differ.
   uint32_t cores = 1;
-  Program program;  // tensors, semaphores, queues; the streams are filled by synchronize
+  uint32_t chips = 1;  // `.chips C`: the cores spread over C chips (docs/chip.md)
+  Program program;     // tensors, semaphores, queues; the streams are filled by synchronize
   std::vector<Instruction> sequence;  // every instruction, in the order written
   std::vector<int> sequence_lines;    // source line of each
   std::vector<OnChipBuffer> buffers;

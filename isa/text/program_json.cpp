@@ -220,6 +220,11 @@ Assembly from_json(const nlohmann::json& j, const std::string& file) {
     if (n < 1 || n > 1024) r.fail("/cores", "expected a number of NeuronCores, 1 or more");
     a.cores = static_cast<uint32_t>(n);
   }
+  if (j.contains("chips")) {
+    const int64_t n = r.integer(j["chips"], "/chips");
+    if (n < 1 || n > 1024) r.fail("/chips", "expected a number of chips, 1 or more");
+    a.chips = static_cast<uint32_t>(n);
+  }
   if (j.contains("arch")) {
     a.arch = r.string(j["arch"], "/arch");
     if (!config::preset(a.arch))

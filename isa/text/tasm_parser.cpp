@@ -334,12 +334,23 @@ class Assembler {
     } else if (d == "cores") {
       const size_t n_at = p.pos();
       const int64_t n = p.integer("a number of NeuronCores");
-      if (n < 1 || n > arch_.chip_cores) {
-        p.fail_at(n_at,
-                  fmt::format("{} cores; a {} chip has 1 to {}", n, arch_.name, arch_.chip_cores));
+      const int64_t most =
+          int64_t{arch_.chip_cores} * std::max<uint32_t>(1, arch_.instance.chips());
+      if (n < 1 || n > most) {
+        p.fail_at(n_at, fmt::format("{} cores; {} has 1 to {} ({} per chip)", n, arch_.name, most,
+                                    arch_.chip_cores));
       }
       if (!out_.sequence.empty()) p.fail_at(at, ".cores must come before the first instruction");
       out_.cores = static_cast<uint32_t>(n);
+    } else if (d == "chips") {
+      const size_t n_at = p.pos();
+      const int64_t n = p.integer("a number of chips");
+      if (n < 1 || n > std::max<uint32_t>(1, arch_.instance.chips())) {
+        p.fail_at(n_at, fmt::format("{} chips; a {} instance has 1 to {}", n, arch_.name,
+                                    arch_.instance.chips()));
+      }
+      if (!out_.sequence.empty()) p.fail_at(at, ".chips must come before the first instruction");
+      out_.chips = static_cast<uint32_t>(n);
     } else if (d == "tensor") {
       const size_t name_at = p.pos();
       const std::string n = p.identifier("a tensor name");
@@ -437,9 +448,10 @@ class Assembler {
       p.expect(")", "',' or ')'");
       out_.expectations.push_back(e);
     } else {
-      p.fail_at(at, fmt::format("unknown directive .{}; expected .arch, .sync, .cores, .tensor, "
-                                ".buffer, .semaphore, .queue, .source or .expect",
-                                d));
+      p.fail_at(
+          at, fmt::format("unknown directive .{}; expected .arch, .sync, .cores, .chips, .tensor, "
+                          ".buffer, .semaphore, .queue, .source or .expect",
+                          d));
     }
   }
 

@@ -50,7 +50,8 @@ bool g_simulated = false;
 }
 
 SimulationResult simulate(const isa::Program& program, const config::ArchConfig& arch,
-                          const std::vector<isa::MemoryImage*>& memories, EventSink& sink) {
+                          const std::vector<isa::MemoryImage*>& memories, EventSink& sink,
+                          uint32_t chips) {
   if (g_simulated) {
     throw std::logic_error("SystemC allows one simulation per process; run another process");
   }
@@ -74,7 +75,7 @@ SimulationResult simulate(const isa::Program& program, const config::ArchConfig&
   // Only a program with collectives has the rendezvous: no cost for the others.
   std::unique_ptr<CollectiveModule> collectives;
   if (collective_instructions > 0) {
-    collectives = std::make_unique<CollectiveModule>("collectives", arch, cores, sink);
+    collectives = std::make_unique<CollectiveModule>("collectives", arch, cores, chips, sink);
   }
   std::vector<std::unique_ptr<NeuronCore>> nc;
   for (uint32_t c = 0; c < cores; ++c) {

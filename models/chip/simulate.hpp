@@ -38,8 +38,12 @@ struct SimulationResult {
 // cores share HBM stacks as the preset says (arch.hbm.cores_per_stack). memories[c] is core
 // c's functional state (SBUF, PSUM, HBM), or nullptr for timing only. The program must have
 // passed isa::validate().
+// `chips`: the cores spread evenly over that many chips (core g is core g % (cores / chips) of
+// chip g / (cores / chips)), which the collectives' fabric sees; each chip's cores have their
+// own HBM stacks.
 SimulationResult simulate(const isa::Program& program, const config::ArchConfig& arch,
-                          const std::vector<isa::MemoryImage*>& memories, EventSink& sink);
+                          const std::vector<isa::MemoryImage*>& memories, EventSink& sink,
+                          uint32_t chips = 1);
 // One core.
 SimulationResult simulate(const isa::Program& program, const config::ArchConfig& arch,
                           isa::MemoryImage* memory, EventSink& sink);

@@ -51,6 +51,7 @@ struct CollectiveRecord {
   uint8_t op = 0;
   uint8_t algorithm = 0;
   uint32_t ranks = 0;
+  uint32_t chips = 1;  // the ranks' chips
   uint32_t steps = 0;
   uint64_t bytes = 0;         // nccom-test's size (isa/collective.hpp)
   Picoseconds first_trigger;  // the first rank triggered it

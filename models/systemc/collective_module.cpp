@@ -29,10 +29,11 @@ std::string core_list(const std::vector<uint32_t>& cores) {
 }  // namespace
 
 CollectiveModule::CollectiveModule(sc_core::sc_module_name name, const config::ArchConfig& arch,
-                                   uint32_t cores, EventSink& sink)
+                                   uint32_t cores, uint32_t chips, EventSink& sink)
     : sc_module(name),
       arch_(arch),
       cores_(cores),
+      cores_per_chip_(std::max<uint32_t>(1, cores / std::max<uint32_t>(1, chips))),
       sink_(sink),
       fabric_(arch),
       semaphores_(cores, nullptr),
@@ -54,7 +55,9 @@ CollectiveRequest CollectiveModule::request_for(const isa::Instruction& in) cons
   // of the others.
   r.bytes = in.collective_op == isa::CollectiveOp::all_gather ? in.dst.bytes() : in.src[0].bytes();
   r.element_bytes = isa::size_of(in.dst.dtype);
-  for (uint32_t c = 0; c < cores_; ++c) r.ranks.push_back(CollectiveRank{0, c});
+  for (uint32_t c = 0; c < cores_; ++c) {
+    r.ranks.push_back(CollectiveRank{c / cores_per_chip_, c % cores_per_chip_});
+  }
   return r;
 }
 
@@ -189,6 +192,7 @@ void CollectiveModule::complete(uint32_t k) {
   rec.algorithm = static_cast<uint8_t>(std::find(names.begin(), names.end(), p.timing.algorithm) -
                                        names.begin());
   rec.ranks = cores_;
+  rec.chips = (cores_ + cores_per_chip_ - 1) / cores_per_chip_;
   rec.steps = p.timing.steps;
   rec.bytes = request_for(*p.by_rank[0]).bytes;
   rec.first_trigger = p.first_trigger;

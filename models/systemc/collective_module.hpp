@@ -23,9 +23,10 @@ namespace trnsim::models {
 class CollectiveModule : public sc_core::sc_module {
  public:
   SC_HAS_PROCESS(CollectiveModule);
-  // Ranks are the run's cores 0..cores-1 on chip 0, in core order.
+  // Ranks are the run's cores 0..cores-1, in core order, spread evenly over `chips` chips: rank
+  // g is core g % (cores / chips) of chip g / (cores / chips).
   CollectiveModule(sc_core::sc_module_name name, const config::ArchConfig& arch, uint32_t cores,
-                   EventSink& sink);
+                   uint32_t chips, EventSink& sink);
 
   // Core `core`'s semaphores and memory image (nullptr: timing only), before the run.
   void attach(uint32_t core, SemaphoreFile* semaphores, isa::MemoryImage* memory);
@@ -57,6 +58,7 @@ class CollectiveModule : public sc_core::sc_module {
 
   const config::ArchConfig& arch_;
   uint32_t cores_;
+  uint32_t cores_per_chip_;
   EventSink& sink_;
   CollectiveFabric fabric_;
   std::vector<SemaphoreFile*> semaphores_;

@@ -232,7 +232,8 @@ RunOutcome execute_run(const RunOptions& o, LoadedWorkload* given, const HostDat
     const auto t_sim = std::chrono::steady_clock::now();
     const double cpu_sim = cpu_seconds();
     progress.start_simulation(k.program.instruction_count() * w.cores);
-    const models::SimulationResult result = models::simulate(k.program, arch, memory_ptrs, sink);
+    const models::SimulationResult result =
+        models::simulate(k.program, arch, memory_ptrs, sink, w.chips);
     const double sim_seconds = seconds_since(t_sim);
     const double sim_cpu = cpu_seconds() - cpu_sim;
     progress.set_phase("checking and writing outputs");

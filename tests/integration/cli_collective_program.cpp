@@ -219,3 +219,38 @@ TEST_CASE("the collective kernel refuses sizes that do not split over its cores,
             R"({"kernel": "collective", "op": "all_reduce", "bytes": 1024, "shape": [1, 2]})")
             .find("collective takes no shape") != std::string::npos);
 }
+
+TEST_CASE("cores spread over chips are ranks on those chips for the fabric") {
+  const std::string dir = trnsim_test::fresh_dir("cc_chips");
+  const std::string path = trnsim_test::write_file(
+      dir, "w.json",
+      R"({"kernel": "collective", "op": "all_reduce", "bytes": 4194304, "cores": 16, "chips": 2,
+          "dtype": "fp32"})");
+  const auto r = trnsim_test::trnsim(path + " --out " + dir + "/out --no-report", dir);
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  const auto stats = trnsim_test::read_json(dir + "/out/stats.json");
+  CHECK(stats["check"]["status"] == "pass");
+  const auto& c = stats["collectives"][0];
+  CHECK(c["chips"] == 2);
+  // Rank g is core g % 8 of chip g / 8.
+  models::CollectiveRequest request = request_of(c, 4);
+  for (uint32_t g = 0; g < 16; ++g) request.ranks[g] = {g / 8, g % 8};
+  models::CollectiveFabric fabric(*config::preset("trn2"));
+  const Picoseconds triggered = ps(c["trigger_ns"].get<double>());
+  const models::CollectiveTiming t = fabric.schedule(request, triggered);
+  CHECK(ps(c["end_ns"].get<double>()) == t.end);
+  CHECK(c["algorithm"] == t.algorithm);
+  // Not what one chip's 16 ranks would take: the request really names two chips.
+  CHECK(t.steps == c["steps"].get<uint32_t>());
+  CHECK(
+      trnsim_test::rejected_input(
+          "cc_chips_uneven.json",
+          R"({"kernel": "collective", "op": "all_reduce", "bytes": 1024, "cores": 6, "chips": 4})")
+          .find("/chips: 6 cores do not spread evenly over 4 chips") != std::string::npos);
+  CHECK(
+      trnsim_test::rejected_input(
+          "cc_chips_many.json",
+          R"({"kernel": "collective", "op": "all_reduce", "bytes": 1024, "cores": 18, "chips": 2})")
+          .find("18 cores on 2 chips is 9 per chip; a trn2 chip has 8") != std::string::npos);
+}

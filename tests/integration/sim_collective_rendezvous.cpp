@@ -65,7 +65,7 @@ const config::ArchConfig& trn2() {
 
 TEST_CASE("a rendezvous asks the fabric when the last rank arrives and fires every rank's update") {
   Collectives sink;
-  models::CollectiveModule cc("cc", trn2(), 2, sink);
+  models::CollectiveModule cc("cc", trn2(), 2, 1, sink);
   models::SemaphoreFile s0(1), s1(1);
   cc.attach(0, &s0, nullptr);
   cc.attach(1, &s1, nullptr);
@@ -94,7 +94,7 @@ TEST_CASE("a rendezvous asks the fabric when the last rank arrives and fires eve
 
 TEST_CASE("ranks that trigger different collectives as their k-th stop the run naming both") {
   Collectives sink;
-  models::CollectiveModule cc("cc", trn2(), 2, sink);
+  models::CollectiveModule cc("cc", trn2(), 2, 1, sink);
   models::SemaphoreFile s0(1), s1(1);
   cc.attach(0, &s0, nullptr);
   cc.attach(1, &s1, nullptr);
@@ -111,7 +111,7 @@ TEST_CASE("ranks that trigger different collectives as their k-th stop the run n
 
 TEST_CASE("a collective some ranks never reach is reported with who arrived and who did not") {
   Collectives sink;
-  models::CollectiveModule cc("cc", trn2(), 4, sink);
+  models::CollectiveModule cc("cc", trn2(), 4, 1, sink);
   std::vector<std::unique_ptr<models::SemaphoreFile>> s;
   for (uint32_t c = 0; c < 4; ++c) {
     s.push_back(std::make_unique<models::SemaphoreFile>(1));

@@ -104,5 +104,6 @@ TEST_CASE("a collective takes HBM tensors of one dtype and a reduction only when
              Contains("unknown collective \"broadcast\""));
   CHECK_THAT(parse_error(program_with("sp.collective y[:, :], x[:, :], queue=q")),
              Contains("collective takes no option \"queue\""));
-  CHECK_THAT(parse_error(".cores 99\n"), Contains("99 cores; a trn2 chip has 1 to 8"));
+  CHECK_THAT(parse_error(".cores 200\n"), Contains("200 cores; trn2 has 1 to 128 (8 per chip)"));
+  CHECK_THAT(parse_error(".chips 17\n"), Contains("17 chips; a trn2 instance has 1 to 16"));
 }

@@ -38,6 +38,9 @@ struct Workload {
   // NeuronCores that each run the kernel on their own tensors, sharing the memory system
   // (HBM stacks are shared as the preset says). 1 by default.
   uint32_t cores = 1;
+  // Chips the cores spread over, cores / chips on each (docs/chip.md): core g is core
+  // g % (cores / chips) of chip g / (cores / chips), for the collectives' fabric. 1 by default.
+  uint32_t chips = 1;
   // The kernel's own top-level keys (KernelEntry::options, e.g. "strategy"), checked by its
   // lowering; "variant" and "eps" are parsed into the fields above.
   nlohmann::json options = nlohmann::json::object();
