@@ -37,6 +37,8 @@ std::string find_deadlock(const Program& program, const config::ArchConfig& arch
           value[u.semaphore] =
               u.kind == SemaphoreUpdateKind::set ? u.value : value[u.semaphore] + u.value;
         }
+        // Every core runs this program, so a collective one core reaches every core reaches:
+        // its updates (applied above) fire when the last rank triggers it, which is now.
         // A transfer always completes: raise its queue's semaphore at once.
         if (is_dma(in.opcode))
           value[program.queues[in.dma_queue].semaphore] += arch.dma_engines_for(in.dst.partitions);

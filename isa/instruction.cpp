@@ -132,6 +132,13 @@ constexpr std::array<OpcodeInfo, kOpcodeCount> kTable = {{
      "dst [P x N], src0 data [P x F], src1 indices (integers) [P x N]",
      "dst[p, i] = src0[p, src1[p, i]] (free dimensions flattened)", "150 + N",
      "assumption (GpSimd start as iota, I1; one element per cycle)"},
+    {Opcode::collective, "collective", "CC_OP", kAny,
+     "dst, src (HBM, same dtype); cc (all_reduce, all_gather, reduce_scatter, all_to_all, "
+     "permute); op0 in add/max/min for all_reduce and reduce_scatter",
+     "the collective over every core of the run, in core order; its semaphore updates fire on "
+     "every rank when it ends",
+     "dma_trigger_ns on the issuing engine; the collective: CollectiveFabric (docs/chip.md)",
+     "D1; docs/chip.md"},
 }};
 
 constexpr std::array<std::string_view, kActivationFunctionCount> kActivationNames = {

@@ -13,6 +13,7 @@
 #include "base/small_vector.hpp"
 #include "config/arch.hpp"
 #include "isa/access_pattern.hpp"
+#include "isa/collective.hpp"
 
 namespace trnsim::isa {
 
@@ -49,11 +50,17 @@ enum class Opcode : uint8_t {
   copy_predicated,           // dst = src0 != 0 ? src1 : dst (reverse: where src0 == 0)
   local_gather,              // dst[p] = src0[p] at the partition slice's flattened indices src1
   gather,                    // dst[p, i] = src0[p, flat src1[p, i]] (per-partition gather)
+  // Appended for collectives between the run's cores (docs/chip.md, "Collectives in a program").
+  collective,  // any engine triggers it; every core's data moves when the last rank triggers
 };
-constexpr int kOpcodeCount = 31;
+constexpr int kOpcodeCount = 32;
 // DMA instructions: the issuing engine only triggers them; a DMA queue moves the data.
 constexpr bool is_dma(Opcode op) {
   return op == Opcode::dma_copy || op == Opcode::dma_transpose;
+}
+// A collective: triggered like a DMA; its semaphore updates fire on every rank at its end.
+constexpr bool is_collective(Opcode op) {
+  return op == Opcode::collective;
 }
 std::string_view name_of(Opcode op);
 std::optional<Opcode> parse_opcode(std::string_view name);
@@ -209,6 +216,10 @@ struct Instruction {
   ScalarOperand operand0;
   ScalarOperand operand1;
   uint8_t reduce_dims = 1;
+  // collective: which one; op0 is its reduction (all_reduce, reduce_scatter), src[0] this
+  // rank's input and dst its output (sizes as nccom-test's, isa/collective.hpp). Here, in the
+  // padding after reduce_dims, it costs the Instruction no bytes.
+  CollectiveOp collective_op = CollectiveOp::all_reduce;
 
   // matmul: start zeroes the PSUM accumulation group, stop closes it.
   bool accumulate_start = true;

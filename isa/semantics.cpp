@@ -363,6 +363,7 @@ void execute(const Instruction& in, MemoryImage& mem) {
       write(mem, in.dst, transposed(read(mem, in.src[0])));
       return;
     case Opcode::nop:
+    case Opcode::collective:  // the data moves between cores when it ends (models/systemc)
       return;
     case Opcode::reciprocal:
       write(mem, in.dst, read(mem, in.src[0]).inverse());

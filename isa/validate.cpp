@@ -223,6 +223,37 @@ struct Checker {
     }
   }
 
+  // A collective's rules that do not depend on the number of ranks (ranks_error has those):
+  // src and dst in HBM (the collective engines move HBM buffers, as nccom-test's do), one
+  // dtype, and a reduction (add, max, min) exactly when the op reduces.
+  void collective() const {
+    operand("src", in.src[0]);
+    operand("dst", in.dst);
+    for (const AccessPattern* ap : {&in.src[0], &in.dst}) {
+      if (ap->memory != Memory::hbm) {
+        fail(fmt::format("{} {} is in {}; a collective moves HBM tensors",
+                         ap == &in.dst ? "dst" : "src", ap->to_string(), name_of(ap->memory)));
+      }
+    }
+    if (in.src[0].dtype != in.dst.dtype) {
+      fail(fmt::format("src is {} but dst is {}; a collective does not convert dtypes",
+                       name_of(in.src[0].dtype), name_of(in.dst.dtype)));
+    }
+    const bool reduces = in.collective_op == CollectiveOp::all_reduce ||
+                         in.collective_op == CollectiveOp::reduce_scatter;
+    if (reduces && in.op0 != AluOp::add && in.op0 != AluOp::max && in.op0 != AluOp::min) {
+      fail(fmt::format("{} reduces with op0 add, max or min; op0 is {}", name_of(in.collective_op),
+                       name_of(in.op0)));
+    }
+    if (!reduces && in.op0 != AluOp::bypass) {
+      fail(fmt::format("{} does not reduce; op0 must be bypass (is {})", name_of(in.collective_op),
+                       name_of(in.op0)));
+    }
+    if (is_integer(in.dst.dtype) && reduces) {
+      fail("a reducing collective takes floating-point data");
+    }
+  }
+
   void transposed_shape(const AccessPattern& src, const AccessPattern& dst) const {
     if (src.ndims > 1) fail("src must be 2-D: partitions and one free dimension");
     if (dst.partitions != src.free_elements() || dst.free_elements() != src.partitions) {
@@ -250,6 +281,9 @@ struct Checker {
     }
     switch (in.opcode) {
       case Opcode::nop:
+        return;
+      case Opcode::collective:
+        collective();
         return;
       case Opcode::dma_transpose:
         operand("src", in.src[0]);
@@ -697,6 +731,66 @@ void validate(const Program& program, const config::ArchConfig& arch) {
       Checker{program, arch, e, i, stream[i], dram_bytes}.run();
     }
   }
+}
+
+std::string collective_size_error(const Instruction& in, uint32_t ranks) {
+  const uint64_t src = in.src[0].elements(), dst = in.dst.elements();
+  const uint64_t r = ranks;
+  switch (in.collective_op) {
+    case CollectiveOp::all_reduce:
+    case CollectiveOp::all_to_all:
+    case CollectiveOp::permute:
+      if (src != dst) {
+        return fmt::format("{}: src and dst hold the same number of elements; src has {}, dst {}",
+                           name_of(in.collective_op), src, dst);
+      }
+      if (in.collective_op == CollectiveOp::all_to_all && src % r != 0) {
+        return fmt::format(
+            "all_to_all over {} ranks: src's {} elements do not split into {} "
+            "equal chunks",
+            ranks, src, ranks);
+      }
+      return {};
+    case CollectiveOp::all_gather:
+      if (dst != src * r) {
+        return fmt::format("all_gather over {} ranks: dst holds src x {} = {} elements; it has {}",
+                           ranks, ranks, src * r, dst);
+      }
+      return {};
+    case CollectiveOp::reduce_scatter:
+      if (src != dst * r) {
+        return fmt::format(
+            "reduce_scatter over {} ranks: src holds dst x {} = {} elements; it has {}", ranks,
+            ranks, dst * r, src);
+      }
+      return {};
+  }
+  return {};
+}
+
+void validate_collectives(const Program& program, uint32_t ranks) {
+  for (Engine e : kAllEngines) {
+    const auto& stream = program.stream(e);
+    for (size_t i = 0; i < stream.size(); ++i) {
+      if (!is_collective(stream[i].opcode)) continue;
+      const std::string err = collective_size_error(stream[i], ranks);
+      if (err.empty()) continue;
+      const std::string label = stream[i].label.empty() ? "" : " '" + stream[i].label + "'";
+      throw ValidationError(
+          fmt::format("{} instruction {} (collective{}): {} (the run has {} "
+                      "core(s), its ranks)",
+                      name_of(e), i, label, err, ranks));
+    }
+  }
+}
+
+bool has_collectives(const Program& program) {
+  for (Engine e : kAllEngines) {
+    for (const auto& in : program.stream(e)) {
+      if (is_collective(in.opcode)) return true;
+    }
+  }
+  return false;
 }
 
 }  // namespace trnsim::isa

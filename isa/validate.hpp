@@ -29,6 +29,14 @@ void validate(const Program& program, const config::ArchConfig& arch);
 std::string check_instruction(const Program& program, const config::ArchConfig& arch,
                               const Instruction& in);
 
+// A collective's sizes over `ranks` ranks (nccom-test's convention, isa/collective.hpp):
+// all_reduce, permute src = dst; all_to_all src = dst, a multiple of ranks; all_gather dst =
+// src x ranks; reduce_scatter src = dst x ranks. Returns "" when they hold, else the reason.
+std::string collective_size_error(const Instruction& in, uint32_t ranks);
+// Throws ValidationError naming the first collective whose sizes do not suit `ranks`.
+void validate_collectives(const Program& program, uint32_t ranks);
+bool has_collectives(const Program& program);
+
 // The rule for one access pattern alone; returns an empty string when it holds.
 std::string check_access_pattern(const AccessPattern& ap, const config::ArchConfig& arch,
                                  uint64_t dram_bytes);

@@ -12,8 +12,9 @@
 
 namespace trnsim::workloads {
 
-void load_inputs(const LoweredKernel& k, isa::MemoryImage& memory) {
-  for (const auto& t : k.inputs) {
+void load_inputs(const LoweredKernel& k, isa::MemoryImage& memory, uint32_t core) {
+  const auto& inputs = k.core_inputs.empty() ? k.inputs : k.core_inputs.at(core);
+  for (const auto& t : inputs) {
     uint8_t* p = memory.hbm.data() + k.program.find_dram_tensor(t.name)->address;
     for (float v : t.values) {
       isa::store_element(t.dtype, p, v);
@@ -34,11 +35,12 @@ std::vector<float> read_tensor(const LoweredKernel& k, const isa::MemoryImage& m
   return v;
 }
 
-CheckResult check_outputs(const LoweredKernel& k, const isa::MemoryImage& memory) {
+CheckResult check_outputs(const LoweredKernel& k, const isa::MemoryImage& memory, uint32_t core) {
+  const auto& references = k.core_expected.empty() ? k.expected : k.core_expected.at(core);
   CheckResult c;
   c.tolerance = k.tolerance;
   c.rel_error_floor = k.tolerance.rtol > 0 ? k.tolerance.atol / k.tolerance.rtol : 0;
-  for (const auto& expected : k.expected) {
+  for (const auto& expected : references) {
     const isa::DramTensor* d = k.program.find_dram_tensor(expected.name);
     const uint8_t* p = memory.hbm.data() + d->address;
     for (float want : expected.values) {
@@ -65,12 +67,27 @@ CheckResult check_outputs(const LoweredKernel& k, const isa::MemoryImage& memory
   return c;
 }
 
+std::string chips_error(uint32_t cores, uint32_t chips, const config::ArchConfig& arch) {
+  if (chips > std::max<uint32_t>(1, arch.instance.chips())) {
+    return fmt::format("{} chips asked for; a {} instance has {}", chips, arch.name,
+                       arch.instance.chips());
+  }
+  if (cores % chips != 0) {
+    return fmt::format("{} cores do not spread evenly over {} chips", cores, chips);
+  }
+  if (cores / chips > arch.chip_cores) {
+    return chips == 1 ? fmt::format("{} cores asked for; a {} chip has {}", cores, arch.name,
+                                    arch.chip_cores)
+                      : fmt::format("{} cores on {} chips is {} per chip; a {} chip has {}", cores,
+                                    chips, cores / chips, arch.name, arch.chip_cores);
+  }
+  return {};
+}
+
 LoweredKernel lower(const Workload& w, const config::ArchConfig& arch, bool functional) {
   // parse_workload admits only known kernels and variants.
-  if (w.cores > arch.chip_cores) {
-    throw WorkloadError(
-        w.file, "/cores",
-        fmt::format("{} cores asked for; a {} chip has {}", w.cores, arch.name, arch.chip_cores));
+  if (const std::string e = chips_error(w.cores, w.chips, arch); !e.empty()) {
+    throw WorkloadError(w.file, w.chips > 1 ? "/chips" : "/cores", e);
   }
   if (w.graph) return lower_graph(w, arch, functional);
   if (const KernelEntry* k = find_kernel(w.kernel)) return k->lower(w, arch, functional);

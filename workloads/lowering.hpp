@@ -15,8 +15,13 @@
 
 namespace trnsim::workloads {
 
+// Why `cores` cannot spread over `chips` of this arch ("" when they can): at most the
+// instance's chips, the same number of cores on each, at most chip_cores per chip.
+std::string chips_error(uint32_t cores, uint32_t chips, const config::ArchConfig& arch);
+
 // Writes the kernel's inputs into HBM at their tensors' addresses.
-void load_inputs(const LoweredKernel& k, isa::MemoryImage& memory);
+// With per-core inputs (LoweredKernel::core_inputs), core `core`'s.
+void load_inputs(const LoweredKernel& k, isa::MemoryImage& memory, uint32_t core = 0);
 
 // The functional check: every output element against the reference, within
 // atol + rtol * |reference|. A NaN or infinity where the reference is finite is a mismatch.
@@ -33,7 +38,9 @@ struct CheckResult {
   uint64_t mismatches = 0;
   Tolerance tolerance;
 };
-CheckResult check_outputs(const LoweredKernel& k, const isa::MemoryImage& memory);
+// With per-core references (LoweredKernel::core_expected), against core `core`'s.
+CheckResult check_outputs(const LoweredKernel& k, const isa::MemoryImage& memory,
+                          uint32_t core = 0);
 // The values of HBM tensor `name` of the kernel's program.
 std::vector<float> read_tensor(const LoweredKernel& k, const isa::MemoryImage& memory,
                                const std::string& name);

@@ -15,7 +15,7 @@ using nlohmann::json;
 
 namespace {
 
-const std::vector<std::string> kCommonKeys = {"name", "kernel", "seed", "cores"};
+const std::vector<std::string> kCommonKeys = {"name", "kernel", "seed", "cores", "chips"};
 const std::vector<std::string> kKernelFormKeys = {"shape", "dtype", "params"};
 const std::vector<std::string> kVariants = {"fused"};
 
@@ -134,6 +134,13 @@ Workload parse_workload(const std::string& text, const std::string& file) {
     }
     w.cores = static_cast<uint32_t>(c.get<uint64_t>());
   }
+  if (doc.contains("chips")) {
+    const json& c = doc["chips"];
+    if (!c.is_number_unsigned() || c.get<uint64_t>() < 1 || c.get<uint64_t>() > 64) {
+      r.fail("/chips", fmt::format("expected a positive integer (chips), got {}", c.dump()));
+    }
+    w.chips = static_cast<uint32_t>(c.get<uint64_t>());
+  }
   if (doc.contains("seed")) {
     const json& s = doc["seed"];
     if (!s.is_number_unsigned()) {
@@ -163,8 +170,13 @@ Workload parse_workload(const std::string& text, const std::string& file) {
   }
   if (doc.contains("variant")) w.variant = r.one_of("variant", kVariants);
 
-  if (!doc.contains("shape")) r.fail("/shape", "missing; expected " + entry->shape_help);
-  const json& shape = doc["shape"];
+  if (entry->shape_rank == 0 && doc.contains("shape")) {
+    r.fail("/shape", fmt::format("{} takes no shape", w.kernel));
+  }
+  if (entry->shape_rank > 0 && !doc.contains("shape")) {
+    r.fail("/shape", "missing; expected " + entry->shape_help);
+  }
+  const json& shape = entry->shape_rank == 0 ? json::array() : doc["shape"];
   if (!shape.is_array() || shape.size() != entry->shape_rank) {
     r.fail("/shape", fmt::format("expected an array of {} positive integers {}, got {}",
                                  entry->shape_rank, entry->shape_help, shape.dump()));

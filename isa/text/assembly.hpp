@@ -43,17 +43,29 @@ struct TensorInit {
 // `.expect OUTPUT = FUNCTION(INPUTS..., eps=...)`: the functional check of a program.
 struct Expectation {
   std::string output;
-  std::string function;  // rmsnorm, matmul, copy
+  // rmsnorm, matmul, copy, or a collective's reference over every core's input:
+  // all_reduce_{add,max,min}, all_gather, reduce_scatter_{add,max,min}, all_to_all, permute.
+  std::string function;
   std::vector<std::string> inputs;
   double eps = 1e-6;
   int line = 0;
 };
 
+// The reference functions of `.expect` and whether `name` is one; a collective's reference
+// (all_reduce_add, ...) is computed over every core's inputs.
+bool known_reference(const std::string& name);
+std::string reference_names();
+bool is_collective_reference(const std::string& name);
+
 struct Assembly {
   std::string file;
   std::string arch;       // `.arch NAME`, empty when the file does not say
   bool auto_sync = true;  // `.sync auto` (default) or `.sync manual`
-  Program program;        // tensors, semaphores, queues; the streams are filled by synchronize
+  // `.cores N`: the program runs on N NeuronCores of the chip (the ranks of its collectives);
+  // core c draws each init with seed + c, so that the cores' inputs differ.
+  uint32_t cores = 1;
+  uint32_t chips = 1;  // `.chips C`: the cores spread over C chips (docs/chip.md)
+  Program program;     // tensors, semaphores, queues; the streams are filled by synchronize
   std::vector<Instruction> sequence;  // every instruction, in the order written
   std::vector<int> sequence_lines;    // source line of each
   std::vector<OnChipBuffer> buffers;

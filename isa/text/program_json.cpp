@@ -150,6 +150,7 @@ nlohmann::json to_json(const Program& program, const std::vector<OnChipBuffer>& 
       const uint32_t f = fields_of(in.opcode);
       if (f & kQueue) o["queue"] = in.dma_queue;
       if ((f & kQueue) && in.dma_dge) o["dge"] = true;
+      if (f & kCollective) o["cc"] = std::string(name_of(in.collective_op));
       if (f & kStartStop) {
         o["start"] = in.accumulate_start;
         o["stop"] = in.accumulate_stop;
@@ -214,6 +215,16 @@ Assembly from_json(const nlohmann::json& j, const std::string& file) {
   a.auto_sync = false;
   Program& p = a.program;
   if (j.contains("name")) p.name = r.string(j["name"], "/name");
+  if (j.contains("cores")) {
+    const int64_t n = r.integer(j["cores"], "/cores");
+    if (n < 1 || n > 1024) r.fail("/cores", "expected a number of NeuronCores, 1 or more");
+    a.cores = static_cast<uint32_t>(n);
+  }
+  if (j.contains("chips")) {
+    const int64_t n = r.integer(j["chips"], "/chips");
+    if (n < 1 || n > 1024) r.fail("/chips", "expected a number of chips, 1 or more");
+    a.chips = static_cast<uint32_t>(n);
+  }
   if (j.contains("arch")) {
     a.arch = r.string(j["arch"], "/arch");
     if (!config::preset(a.arch))
@@ -324,6 +335,8 @@ Assembly from_json(const nlohmann::json& j, const std::string& file) {
         in.dma_queue = static_cast<uint16_t>(q);
         in.dma_dge = r.boolean(o, "dge", false, w);
       }
+      if (f & kCollective)
+        in.collective_op = r.named<CollectiveOp>(r.at(o, "cc", w), parse_collective_op, w + "/cc");
       if (f & kStartStop) {
         in.accumulate_start = r.boolean(o, "start", true, w);
         in.accumulate_stop = r.boolean(o, "stop", true, w);

@@ -331,6 +331,26 @@ class Assembler {
       }
       if (!out_.sequence.empty()) p.fail_at(at, ".sync must come before the first instruction");
       out_.auto_sync = mode == "auto";
+    } else if (d == "cores") {
+      const size_t n_at = p.pos();
+      const int64_t n = p.integer("a number of NeuronCores");
+      const int64_t most =
+          int64_t{arch_.chip_cores} * std::max<uint32_t>(1, arch_.instance.chips());
+      if (n < 1 || n > most) {
+        p.fail_at(n_at, fmt::format("{} cores; {} has 1 to {} ({} per chip)", n, arch_.name, most,
+                                    arch_.chip_cores));
+      }
+      if (!out_.sequence.empty()) p.fail_at(at, ".cores must come before the first instruction");
+      out_.cores = static_cast<uint32_t>(n);
+    } else if (d == "chips") {
+      const size_t n_at = p.pos();
+      const int64_t n = p.integer("a number of chips");
+      if (n < 1 || n > std::max<uint32_t>(1, arch_.instance.chips())) {
+        p.fail_at(n_at, fmt::format("{} chips; a {} instance has 1 to {}", n, arch_.name,
+                                    arch_.instance.chips()));
+      }
+      if (!out_.sequence.empty()) p.fail_at(at, ".chips must come before the first instruction");
+      out_.chips = static_cast<uint32_t>(n);
     } else if (d == "tensor") {
       const size_t name_at = p.pos();
       const std::string n = p.identifier("a tensor name");
@@ -408,10 +428,10 @@ class Assembler {
       if (!names().tensor(e.output)) p.fail_at(out_at, fmt::format("no tensor \"{}\"", e.output));
       p.expect("=", "'='");
       const size_t fn_at = p.pos();
-      e.function = p.identifier("rmsnorm, matmul or copy");
-      if (e.function != "rmsnorm" && e.function != "matmul" && e.function != "copy") {
-        p.fail_at(fn_at, fmt::format("unknown reference \"{}\"; expected rmsnorm, matmul or copy",
-                                     e.function));
+      e.function = p.identifier("a reference function");
+      if (!known_reference(e.function)) {
+        p.fail_at(fn_at, fmt::format("unknown reference \"{}\"; expected {}", e.function,
+                                     reference_names()));
       }
       p.expect("(", "'('");
       do {
@@ -428,9 +448,10 @@ class Assembler {
       p.expect(")", "',' or ')'");
       out_.expectations.push_back(e);
     } else {
-      p.fail_at(at, fmt::format("unknown directive .{}; expected .arch, .sync, .tensor, .buffer, "
-                                ".semaphore, .queue, .source or .expect",
-                                d));
+      p.fail_at(
+          at, fmt::format("unknown directive .{}; expected .arch, .sync, .cores, .chips, .tensor, "
+                          ".buffer, .semaphore, .queue, .source or .expect",
+                          d));
     }
   }
 
@@ -736,6 +757,9 @@ class Assembler {
       } else if (key == "op0" || key == "op") {
         needs(kOp0);
         in.op0 = enum_value<AluOp>(p, parse_alu_op, "ALU op");
+      } else if (key == "cc") {
+        needs(kCollective);
+        in.collective_op = enum_value<CollectiveOp>(p, parse_collective_op, "collective");
       } else if (key == "op1") {
         needs(kOp1);
         in.op1 = enum_value<AluOp>(p, parse_alu_op, "ALU op");

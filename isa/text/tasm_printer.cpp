@@ -87,6 +87,7 @@ struct Printer {
     const uint32_t f = fields_of(in.opcode);
     if (f & kQueue) items.push_back("queue=" + program.queues[in.dma_queue].name);
     if ((f & kQueue) && in.dma_dge) items.push_back("dge");
+    if (f & kCollective) items.push_back(fmt::format("cc={}", name_of(in.collective_op)));
     if (f & kStartStop) {
       if (in.accumulate_start) items.push_back("start");
       if (in.accumulate_stop) items.push_back("stop");

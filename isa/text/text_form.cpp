@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <vector>
 
 namespace trnsim::isa {
@@ -17,6 +18,29 @@ uint64_t OnChipBuffer::partition_bytes() const {
   uint64_t n = size_of(dtype);
   for (size_t i = 1; i < shape.size(); ++i) n *= static_cast<uint64_t>(shape[i]);
   return n;
+}
+
+namespace {
+const std::vector<std::string>& collective_references() {
+  static const std::vector<std::string> names = {
+      "all_reduce_add",     "all_reduce_max",     "all_reduce_min",
+      "all_gather",         "reduce_scatter_add", "reduce_scatter_max",
+      "reduce_scatter_min", "all_to_all",         "permute"};
+  return names;
+}
+}  // namespace
+
+bool is_collective_reference(const std::string& name) {
+  const auto& c = collective_references();
+  return std::find(c.begin(), c.end(), name) != c.end();
+}
+
+bool known_reference(const std::string& name) {
+  return name == "rmsnorm" || name == "matmul" || name == "copy" || is_collective_reference(name);
+}
+
+std::string reference_names() {
+  return fmt::format("rmsnorm, matmul, copy, {}", fmt::join(collective_references(), ", "));
 }
 
 namespace text_form {
@@ -70,6 +94,8 @@ uint32_t fields_of(Opcode op) {
       return kOp0;
     case Opcode::shuffle:
       return kMask;
+    case Opcode::collective:
+      return kCollective | kOp0;
     default:
       return 0;
   }
@@ -132,8 +158,13 @@ void check_expectation(const Program& program, const std::string& file, const Ex
         out->shape[0] != a[1] || out->shape[1] != b[1]) {
       fail("matmul: inputs are a_transposed [K, M] and b [K, N], the output [M, N]");
     }
+  } else if (is_collective_reference(e.function)) {
+    // The sizes depend on the number of cores: lowering checks them.
+    if (in.size() != 1) fail(fmt::format("{}(x) takes one input: each core's x", e.function));
+    if (in[0]->dtype != out->dtype)
+      fail(fmt::format("{}: input and output dtypes differ", e.function));
   } else {
-    fail(fmt::format("unknown reference \"{}\"; expected rmsnorm, matmul or copy", e.function));
+    fail(fmt::format("unknown reference \"{}\"; expected {}", e.function, reference_names()));
   }
 }
 

@@ -35,8 +35,9 @@ enum Field : uint32_t {
   kMask = 1 << 13,
   kReverse = 1 << 14,  // written only when set: earlier programs print as before
   kGather = 1 << 15,
-  kBase = 1 << 16,    // index_base alone (range_select)
-  kNegate = 1 << 17,  // written only when set
+  kBase = 1 << 16,        // index_base alone (range_select)
+  kNegate = 1 << 17,      // written only when set
+  kCollective = 1 << 18,  // cc=all_reduce|all_gather|reduce_scatter|all_to_all|permute
 };
 uint32_t fields_of(Opcode op);
 

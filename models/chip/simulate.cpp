@@ -50,14 +50,16 @@ bool g_simulated = false;
 }
 
 SimulationResult simulate(const isa::Program& program, const config::ArchConfig& arch,
-                          const std::vector<isa::MemoryImage*>& memories, EventSink& sink) {
+                          const std::vector<isa::MemoryImage*>& memories, EventSink& sink,
+                          uint32_t chips) {
   const std::vector<const isa::Program*> programs(std::max<size_t>(1, memories.size()), &program);
-  return simulate(programs, arch, memories, sink);
+  return simulate(programs, arch, memories, sink, chips);
 }
 
 SimulationResult simulate(const std::vector<const isa::Program*>& programs,
                           const config::ArchConfig& arch,
-                          const std::vector<isa::MemoryImage*>& memories, EventSink& sink) {
+                          const std::vector<isa::MemoryImage*>& memories, EventSink& sink,
+                          uint32_t chips) {
   if (programs.empty()) throw std::invalid_argument("simulate: no program");
   if (!memories.empty() && memories.size() != programs.size()) {
     throw std::invalid_argument("simulate: one memory image per program, or none");
@@ -68,10 +70,13 @@ SimulationResult simulate(const std::vector<const isa::Program*>& programs,
   }
   g_simulated = true;
   const auto cores = static_cast<uint32_t>(programs.size());
-  size_t dma_instructions = 0;
+  size_t dma_instructions = 0, collective_instructions = 0;
   for (const isa::Program* p : programs) {
     for (Engine e : kAllEngines) {
-      for (const auto& in : p->stream(e)) dma_instructions += isa::is_dma(in.opcode);
+      for (const auto& in : p->stream(e)) {
+        dma_instructions += isa::is_dma(in.opcode);
+        collective_instructions += isa::is_collective(in.opcode);
+      }
     }
   }
   const std::unique_ptr<MemoryModel> memory_model =
@@ -82,11 +87,16 @@ SimulationResult simulate(const std::vector<const isa::Program*>& programs,
   if (!program.host_ops.empty()) {
     host = std::make_unique<HostModule>("host", program, arch, cores, sink);
   }
+  // Only a program with collectives has the rendezvous: no cost for the others.
+  std::unique_ptr<CollectiveModule> collectives;
+  if (collective_instructions > 0) {
+    collectives = std::make_unique<CollectiveModule>("collectives", arch, cores, chips, sink);
+  }
   std::vector<std::unique_ptr<NeuronCore>> nc;
   for (uint32_t c = 0; c < cores; ++c) {
     nc.push_back(std::make_unique<NeuronCore>(fmt::format("nc{}", c).c_str(), c, *programs[c], arch,
                                               memories.empty() ? nullptr : memories[c], sink,
-                                              memory_module, host.get()));
+                                              memory_module, host.get(), collectives.get()));
   }
   sc_core::sc_start();  // returns when no event is left: every stream done, or a deadlock
   restore_sanitizer_stack_bounds();
@@ -97,8 +107,12 @@ SimulationResult simulate(const std::vector<const isa::Program*>& programs,
     if (!report.empty() && cores > 1) result.deadlock += fmt::format(" core {}:\n", core->id);
     result.deadlock += report;
   }
-  result.completed = result.deadlock.empty() && memory_system.incomplete() == 0 &&
-                     (host == nullptr || host->finished());
+  if (collectives != nullptr) {
+    result.error = collectives->error();
+    if (result.error.empty()) result.deadlock += collectives->deadlock_report();
+  }
+  result.completed = result.error.empty() && result.deadlock.empty() &&
+                     memory_system.incomplete() == 0 && (host == nullptr || host->finished());
   result.cores = cores;
   result.hbm = memory_system.hbm_counters();
   result.flow_memory_model = memory_system.name() == "flow";

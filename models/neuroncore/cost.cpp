@@ -66,6 +66,7 @@ Cycles instruction_cycles(const isa::Instruction& in, const config::ArchConfig& 
   switch (in.opcode) {
     case Opcode::dma_copy:
     case Opcode::dma_transpose:
+    case Opcode::collective:  // triggered like a DMA (D1); the fabric times the data movement
       c = static_cast<uint64_t>(std::ceil(arch.dma_trigger_ns * arch.mhz(in.engine) / 1000.0));
       // D2: a hardware-generated (DGE) DMA instruction costs about 600 ns on v3, in the issuing
       // engine's cycles, rounded up.
@@ -199,7 +200,7 @@ Picoseconds instruction_time(const isa::Instruction& in, const config::ArchConfi
 }
 
 uint32_t ports_of(const isa::Instruction& in, const config::ArchConfig& arch) {
-  if (isa::is_dma(in.opcode) || in.opcode == Opcode::nop) {
+  if (isa::is_dma(in.opcode) || in.opcode == Opcode::nop || isa::is_collective(in.opcode)) {
     return 0;  // DMA data moves on the queues, not through the engine's ports
   }
   const bool sbuf =
@@ -238,6 +239,7 @@ uint64_t instruction_flops(const isa::Instruction& in) {
   switch (in.opcode) {
     case Opcode::dma_copy:
     case Opcode::dma_transpose:
+    case Opcode::collective:
     case Opcode::memset:
     case Opcode::tensor_copy:
     case Opcode::transpose:

@@ -25,7 +25,7 @@ std::vector<int32_t> same_engine_producers(const isa::InstructionStream& stream)
   Written ring[kProducerWindow];
   for (size_t i = 0; i < stream.size(); ++i) {
     const isa::Instruction& in = stream[i];
-    if (!isa::is_dma(in.opcode)) {
+    if (!isa::is_dma(in.opcode) && !isa::is_collective(in.opcode)) {
       // The newest overlapping writer wins: search from the most recent.
       for (size_t back = 1; back <= kProducerWindow && back <= i && producer[i] < 0; ++back) {
         const Written& w = ring[(i - back) % kProducerWindow];
@@ -41,7 +41,8 @@ std::vector<int32_t> same_engine_producers(const isa::InstructionStream& stream)
     Written& mine = ring[i % kProducerWindow];
     mine = Written{};
     mine.index = static_cast<int32_t>(i);
-    if (isa::is_dma(in.opcode)) continue;  // the queue writes, later: its semaphore orders it
+    // The queue (or the collective) writes, later: its semaphore orders it.
+    if (isa::is_dma(in.opcode) || isa::is_collective(in.opcode)) continue;
     for (const isa::AccessPattern* ap : {&in.dst, &in.accumulate}) {
       if (ap->present() && ap->memory != isa::Memory::hbm) {
         mine.regions[mine.count++] = isa::region_of(*ap);

@@ -43,6 +43,23 @@ struct TransferRecord {
   uint64_t descriptors = 0;
 };
 
+// One collective of the program (its k-th on every rank), from the last rank's trigger to the
+// end of its last step (models/collective/fabric.hpp). Numbers only: op is an
+// isa::CollectiveOp, algorithm an index into models::collective_algorithms().
+struct CollectiveRecord {
+  uint32_t index = 0;  // the k-th collective each rank triggered
+  uint8_t op = 0;
+  uint8_t algorithm = 0;
+  uint32_t ranks = 0;
+  uint32_t chips = 1;  // the ranks' chips
+  uint32_t steps = 0;
+  uint64_t bytes = 0;         // nccom-test's size (isa/collective.hpp)
+  Picoseconds first_trigger;  // the first rank triggered it
+  Picoseconds triggered;      // the last rank triggered it: the fabric is asked then
+  Picoseconds start;          // the first step starts
+  Picoseconds end;            // every rank's output is in place; the updates fire
+};
+
 // One kernel on one core, from its start (the previous kernel drained, the launch arrived and
 // the device set it up) to its end (every engine finished and every transfer completed).
 struct KernelRecord {
@@ -82,6 +99,7 @@ class EventSink {
   virtual void on_transfer(const TransferRecord& r) = 0;
   virtual void on_kernel(const KernelRecord&) {}
   virtual void on_host(const HostRecord&) {}
+  virtual void on_collective(const CollectiveRecord&) {}
 };
 
 }  // namespace trnsim::models

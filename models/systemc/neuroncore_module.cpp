@@ -114,6 +114,15 @@ void EngineModule::step(const isa::Instruction& in, uint32_t kernel) {
   }
   if (isa::is_dma(in.opcode)) {
     core_.memory_system.submit(core_.id, in, core_.dma_plans[cost.plan], r.index);
+  } else if (isa::is_collective(in.opcode)) {
+    // Its updates fire on every rank when it ends (CollectiveModule), not on this engine.
+    core_.collectives->trigger(core_.id, in);
+    results_[next_ % kProducerWindow] = now();
+    r.end = now();
+    r.results = now();
+    r.cycles = cost.cycles;
+    core_.sink.on_instruction(r);
+    return;
   } else if (core_.memory != nullptr) {
     // Applied now, before the results are due: whoever reads them waits for the semaphore
     // update or for results_ below, both at the results' time.
@@ -151,7 +160,8 @@ void EngineModule::writeback() {
 void NeuronCore::sequence() {
   const size_t kernels = program.kernel_count();
   auto drained = [&] {
-    return engines_finished == kEngineCount && memory_system.outstanding(id) == 0;
+    return engines_finished == kEngineCount && memory_system.outstanding(id) == 0 &&
+           (collectives == nullptr || collectives->outstanding(id) == 0);
   };
   const Picoseconds setup(
       host == nullptr ? 0 : static_cast<int64_t>(std::llround(arch.host.kernel_setup_ns * 1000)));
@@ -159,7 +169,13 @@ void NeuronCore::sequence() {
   record.core = static_cast<int>(id);
   for (size_t k = 0; k <= kernels; ++k) {
     if (k > 0) {
-      while (!drained()) wait(engine_finished | memory_system.delivered());
+      while (!drained()) {
+        if (collectives != nullptr) {
+          wait(engine_finished | memory_system.delivered() | collectives->ended());
+        } else {
+          wait(engine_finished | memory_system.delivered());
+        }
+      }
       record.end = now();
       sink.on_kernel(record);
       if (host != nullptr) host->kernel_done(k - 1);
@@ -183,7 +199,8 @@ void NeuronCore::sequence() {
 
 NeuronCore::NeuronCore(sc_core::sc_module_name name, uint32_t id_, const isa::Program& program_,
                        const config::ArchConfig& arch_, isa::MemoryImage* memory_, EventSink& sink_,
-                       MemorySystemModule& memory_system_, HostModule* host_)
+                       MemorySystemModule& memory_system_, HostModule* host_,
+                       CollectiveModule* collectives_)
     : sc_module(name),
       id(id_),
       program(program_),
@@ -192,7 +209,8 @@ NeuronCore::NeuronCore(sc_core::sc_module_name name, uint32_t id_, const isa::Pr
       sink(sink_),
       memory_system(memory_system_),
       semaphores(program_.semaphores.size()),
-      host(host_) {
+      host(host_),
+      collectives(collectives_) {
   size_t dma_instructions = 0;
   for (Engine e : kAllEngines) {
     for (const auto& in : program.stream(e)) dma_instructions += isa::is_dma(in.opcode);
@@ -200,6 +218,7 @@ NeuronCore::NeuronCore(sc_core::sc_module_name name, uint32_t id_, const isa::Pr
   // Filled by the engines as they are built; never reallocated after (transfers point in).
   dma_plans.reserve(dma_instructions);
   memory_system.attach(CoreEndpoints{&program, 0, &semaphores, memory});
+  if (collectives != nullptr) collectives->attach(id, &semaphores, memory);
   for (Engine e : kAllEngines) {
     engines.push_back(std::make_unique<EngineModule>(std::string(key_of(e)).c_str(), e, *this));
   }

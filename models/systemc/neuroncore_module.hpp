@@ -16,6 +16,7 @@
 #include "models/dma/dma_plan.hpp"
 #include "models/neuroncore/pipeline.hpp"
 #include "models/records/records.hpp"
+#include "models/systemc/collective_module.hpp"
 #include "models/systemc/host_module.hpp"
 #include "models/systemc/memory_system_module.hpp"
 #include "models/systemc/semaphore_file.hpp"
@@ -79,7 +80,8 @@ class NeuronCore : public sc_core::sc_module {
   SC_HAS_PROCESS(NeuronCore);
   NeuronCore(sc_core::sc_module_name name, uint32_t id, const isa::Program& program,
              const config::ArchConfig& arch, isa::MemoryImage* memory, EventSink& sink,
-             MemorySystemModule& memory_system, HostModule* host);
+             MemorySystemModule& memory_system, HostModule* host,
+             CollectiveModule* collectives = nullptr);
 
   const uint32_t id;
   const isa::Program& program;
@@ -92,8 +94,9 @@ class NeuronCore : public sc_core::sc_module {
   std::vector<std::unique_ptr<EngineModule>> engines;
   uint32_t ports_held = 0;  // shared ports (models::Port bits) in use
   sc_core::sc_event ports_released;
-  uint32_t port_waiters = 0;  // engines waiting on ports_released
-  HostModule* host;           // nullptr: no host model
+  uint32_t port_waiters = 0;      // engines waiting on ports_released
+  HostModule* host;               // nullptr: no host model
+  CollectiveModule* collectives;  // nullptr: the program has no collective
   // The kernel the engines may run (-1: none yet) and how many engines finished their part.
   int64_t running_kernel = -1;
   uint32_t engines_finished = 0;

@@ -72,7 +72,8 @@ void StatsCollector::on_instruction(const models::InstructionRecord& r) {
   ++cs.instructions;
   cs.active[index_of(r.engine)] = cs.active[index_of(r.engine)] + (r.end - r.start);
   cs.end = max(cs.end, r.results);
-  if (isa::is_dma(in.opcode)) return;  // counted when the transfer completes
+  // Counted when the transfer (or the collective) completes.
+  if (isa::is_dma(in.opcode) || isa::is_collective(in.opcode)) return;
   isa::for_each_operand(in,
                         [&](const isa::AccessPattern& ap, bool written) { count(ap, written); });
   // A matmul that accumulates reads PSUM as well as writing it.

@@ -51,6 +51,7 @@ class StatsCollector : public models::EventSink {
   void set_core_programs(std::vector<const isa::Program*> programs) {
     core_programs_ = std::move(programs);
   }
+  void on_collective(const models::CollectiveRecord& r) override { collectives_.push_back(r); }
 
   const EngineStats& engine(Engine e) const { return engines_[index_of(e)]; }
   uint64_t transfers() const { return transfers_; }
@@ -63,6 +64,8 @@ class StatsCollector : public models::EventSink {
   Picoseconds core_dma_active(uint32_t c) const;
   // The core's busiest resource: its most active engine, or its DMA (busy union).
   Picoseconds core_work(uint32_t c) const;
+  // The program's collectives in the order they ended (empty without collectives).
+  const std::vector<models::CollectiveRecord>& collectives() const { return collectives_; }
   // Queue q of core c.
   const QueueStats& queue(uint32_t core, size_t q) const {
     return queues_[core * program_.queues.size() + q];
@@ -88,6 +91,7 @@ class StatsCollector : public models::EventSink {
   // DMA busy time: transfers complete in order per queue, so intervals arrive nearly sorted;
   // merged on the fly into a running union.
   std::vector<std::pair<Picoseconds, Picoseconds>> dma_intervals_;
+  std::vector<models::CollectiveRecord> collectives_;
 };
 
 }  // namespace trnsim::sim

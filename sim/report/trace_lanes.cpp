@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include "isa/validate.hpp"
 #include "sim/report/trace_writer.hpp"
 
 namespace trnsim::sim {
@@ -11,6 +12,7 @@ namespace trnsim::sim {
 std::vector<TraceLane> trace_lanes(const isa::Program& program, const config::ArchConfig& arch,
                                    uint32_t cores) {
   std::vector<TraceLane> lanes;
+  const bool collectives = isa::has_collectives(program);
   if (!program.host_ops.empty()) {
     lanes.push_back({TraceWriter::kHostPid, TraceWriter::kFrameworkLane, "Host", "framework"});
     lanes.push_back({TraceWriter::kHostPid, TraceWriter::kRuntimeLane, "Host", "runtime"});
@@ -26,13 +28,16 @@ std::vector<TraceLane> trace_lanes(const isa::Program& program, const config::Ar
       lanes.push_back({pid, TraceWriter::queue_lane(static_cast<uint16_t>(q)), process,
                        "DMA " + program.queues[q].name});
     }
+    // Last of the core's lanes, so that TimelineLanes' positions of the others stay.
+    if (collectives) lanes.push_back({pid, TraceWriter::kCollectiveLane, process, "Collectives"});
   }
   return lanes;
 }
 
 TimelineLanes::TimelineLanes(const isa::Program& program, uint32_t cores)
     : host_lanes_(program.host_ops.empty() ? 0 : 2),
-      per_core_(1 + kEngineCount + static_cast<uint32_t>(program.queues.size())),
+      per_core_(1 + kEngineCount + static_cast<uint32_t>(program.queues.size()) +
+                (isa::has_collectives(program) ? 1 : 0)),
       cores_(cores) {}
 
 }  // namespace trnsim::sim

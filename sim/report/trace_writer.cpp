@@ -1,5 +1,8 @@
 #include "sim/report/trace_writer.hpp"
 
+#include "isa/validate.hpp"
+#include "models/collective/fabric.hpp"
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -189,6 +192,7 @@ TraceWriter::TraceWriter(const std::string& path, const isa::Program& program,
   // Which lanes the filter keeps, by the names trace_lanes() gives them (the same on every
   // core, so the host's and core 0's lanes decide).
   const std::vector<TraceLane> lanes = trace_lanes(program, arch, cores);
+  collectives_ = isa::has_collectives(program);
   keep_queue_.resize(program.queues.size());
   for (const TraceLane& l : lanes) {
     const bool kept = filter_.keeps_lane(l.name);
@@ -197,6 +201,8 @@ TraceWriter::TraceWriter(const std::string& path, const isa::Program& program,
     } else if (l.pid == core_pid(0)) {
       if (l.tid == kKernelLane) {
         keep_kernels_ = kept;
+      } else if (l.tid == kCollectiveLane) {
+        keep_collectives_ = kept;
       } else if (l.tid >= queue_lane(0)) {
         keep_queue_[static_cast<size_t>(l.tid - queue_lane(0))] = kept;
       } else {
@@ -743,6 +749,36 @@ void TraceWriter::on_kernel(const models::KernelRecord& r) {
   release_if_safe();
 }
 
+void TraceWriter::on_collective(const models::CollectiveRecord& r) {
+  if (!keep_collectives_ || !filter_.keeps_span(r.triggered.value, r.end.value)) return;
+  const std::string op(isa::name_of(static_cast<isa::CollectiveOp>(r.op)));
+  const std::string& algorithm = models::collective_algorithms().at(r.algorithm);
+  const std::string name = fmt::format("{} {} {}", op, algorithm, r.bytes);
+  // One slice per rank, from the last rank's trigger to the end (the same on every core).
+  for (uint32_t c = 0; c < r.ranks && c < cores_; ++c) {
+    const int pid = core_pid(c);
+    if (proto_) {
+      const uint64_t track = track_uuid(pid, kCollectiveLane);
+      proto_begin(track, name, Category::collective);
+      arg(Arg::index, static_cast<int64_t>(r.index));
+      arg(Arg::op, op);
+      arg(Arg::algorithm, algorithm);
+      arg(Arg::bytes, static_cast<int64_t>(r.bytes));
+      arg(Arg::ranks, static_cast<int64_t>(r.ranks));
+      arg(Arg::steps, static_cast<int64_t>(r.steps));
+      arg_double(Arg::first_trigger_us, static_cast<double>(r.first_trigger.value) * 1e-6);
+      proto_end(track, r.triggered, r.end);
+      continue;
+    }
+    event(fmt::format(
+        R"({{"ph":"X","pid":{},"tid":{},"ts":{},"dur":{},"name":{},"cat":"collective","args":{{"index":{},"op":{},"algorithm":{},"bytes":{},"ranks":{},"steps":{},"first_trigger_us":{}}}}})",
+        pid, kCollectiveLane, trace_timestamp(to_whole_ns(r.triggered)),
+        trace_timestamp(to_whole_ns(r.end) - to_whole_ns(r.triggered)), json_string(name), r.index,
+        json_string(op), json_string(algorithm), r.bytes, r.ranks, r.steps,
+        trace_timestamp(r.first_trigger)));
+  }
+}
+
 void TraceWriter::on_host(const models::HostRecord& r) {
   if (r.activity == models::HostActivity::launch) {
     launch_end_[static_cast<uint32_t>(r.kernel)] = (r.end - Picoseconds(1)).value;
@@ -844,13 +880,22 @@ namespace f = perfetto::field;
 
 // Debug annotation names and categories, interned once in the first packet (iid = index + 1),
 // in the order of TraceWriter::Arg and TraceWriter::Category.
-constexpr const char* kArgNames[] = {
-    "why",         "semaphore", "reaches",      "opcode", "index",  "label",  "operands",
-    "cycles",      "flops",     "function",     "queue",  "source", "bytes",  "dma_engines",
-    "descriptors", "issued_by", "issued_at_us", "src",    "dst",    "kernel", "launch_arrived_us",
-    "op"};
-constexpr const char* kCategoryNames[] = {"instruction", "dma",  "kernel",    "host",
-                                          "pipeline",    "port", "semaphore", "launch"};
+constexpr const char* kArgNames[] = {"why",       "semaphore",       "reaches",
+                                     "opcode",    "index",           "label",
+                                     "operands",  "cycles",          "flops",
+                                     "function",  "queue",           "source",
+                                     "bytes",     "dma_engines",     "descriptors",
+                                     "issued_by", "issued_at_us",    "src",
+                                     "dst",       "kernel",          "launch_arrived_us",
+                                     "op",        "algorithm",       "ranks",
+                                     "steps",     "first_trigger_us"};
+constexpr const char* kCategoryNames[] = {"instruction", "dma",      "kernel",
+                                          "host",        "pipeline", "port",
+                                          "semaphore",   "launch",   "collective"};
+// The entries before the collectives' (appended): a trace without collectives interns only
+// these, so that it stays byte for byte what it was.
+constexpr size_t kArgNamesWithoutCollectives = 22;
+constexpr size_t kCategoryNamesWithoutCollectives = 8;
 static_assert(std::size(kArgNames) < 128 && std::size(kCategoryNames) < 128,
               "TraceWriter::arg writes an argument name's iid in one byte");
 constexpr uint32_t kSequence = 1;             // every packet is on one sequence
@@ -895,10 +940,13 @@ void TraceWriter::proto_packet(TraceText& out, uint64_t timestamp_ns) {
 
 void TraceWriter::proto_open(const std::vector<TraceLane>& lanes) {
   // The first packet starts the sequence's interning state with the fixed tables.
-  for (size_t i = 0; i < std::size(kArgNames); ++i) {
+  const size_t arg_names = collectives_ ? std::size(kArgNames) : kArgNamesWithoutCollectives;
+  const size_t categories =
+      collectives_ ? std::size(kCategoryNames) : kCategoryNamesWithoutCollectives;
+  for (size_t i = 0; i < arg_names; ++i) {
     perfetto::interned_entry(interned_, f::kDebugAnnotationNames, i + 1, kArgNames[i]);
   }
-  for (size_t i = 0; i < std::size(kCategoryNames); ++i) {
+  for (size_t i = 0; i < categories; ++i) {
     perfetto::interned_entry(interned_, f::kEventCategories, i + 1, kCategoryNames[i]);
   }
   ++events_;

@@ -51,6 +51,7 @@ class TraceWriter : public models::EventSink {
   void on_host(const models::HostRecord& r) override;
   // SPMD over a logical core: core c ran *programs[c] (same queues and tensors as `program`).
   void set_core_programs(std::vector<const isa::Program*> programs);
+  void on_collective(const models::CollectiveRecord& r) override;
   // Writes the counters, closes the JSON and the file (throws OutputError), then commit()
   // moves it into place.
   void close();
@@ -83,6 +84,8 @@ class TraceWriter : public models::EventSink {
   static int queue_of_lane(int tid) { return (tid - 100) % 1000; }
   // The kernels lane of a NeuronCore (the profiler's nc_exec_running), and the host's lanes.
   static constexpr int kKernelLane = 50;
+  // The collectives lane of a NeuronCore (only for a program with collectives).
+  static constexpr int kCollectiveLane = 51;
   static constexpr int kHostPid = 0;
   static constexpr int kFrameworkLane = 1;
   static constexpr int kRuntimeLane = 2;
@@ -181,6 +184,8 @@ class TraceWriter : public models::EventSink {
   std::array<bool, kEngineCount> keep_engine_{};
   std::vector<bool> keep_queue_;
   bool keep_kernels_ = true, keep_framework_ = true, keep_runtime_ = true;
+  bool keep_collectives_ = true;
+  bool collectives_ = false;        // the program has collectives (the Collectives lanes)
   std::vector<CounterLane> lanes_;  // per core, kCounters each
   uint64_t step_seq_ = 0;
   size_t held_steps_ = 0;  // over all lanes: release_steps() has nothing to do at 0
@@ -216,6 +221,7 @@ class TraceWriter : public models::EventSink {
     port,
     semaphore,
     launch,
+    collective,  // appended: written to the trace's tables only when it has collectives
   };
   enum class Arg : uint8_t {
     why,
@@ -240,6 +246,11 @@ class TraceWriter : public models::EventSink {
     kernel,
     launch_arrived_us,
     op,
+    // Appended for collectives: written to the trace's tables only when it has collectives.
+    algorithm,
+    ranks,
+    steps,
+    first_trigger_us,
   };
   static constexpr uint64_t track_uuid(int pid, int tid) {
     return (static_cast<uint64_t>(pid) + 1) << 32 | (static_cast<uint64_t>(tid) + 1);

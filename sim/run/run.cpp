@@ -46,6 +46,9 @@ class Fanout : public models::EventSink {
   void on_host(const models::HostRecord& r) override {
     for (auto* s : sinks_) s->on_host(r);
   }
+  void on_collective(const models::CollectiveRecord& r) override {
+    for (auto* s : sinks_) s->on_collective(r);
+  }
 
  private:
   std::vector<models::EventSink*> sinks_;
@@ -202,6 +205,7 @@ RunOutcome execute_run(const RunOptions& o, LoadedWorkload* given, const HostDat
       }
       try {
         isa::validate(p, arch);
+        isa::validate_collectives(p, cores);
       } catch (const isa::ValidationError& e) {
         spdlog::error("{}: the program is invalid: {}", who, e.what());
         return out;
@@ -228,7 +232,7 @@ RunOutcome execute_run(const RunOptions& o, LoadedWorkload* given, const HostDat
         memories.back()->share_hbm(*memories[0]);
       } else if (!o.timing_only) {
         memories.push_back(std::make_unique<isa::MemoryImage>(arch, k.program.dram_bytes()));
-        workloads::load_inputs(k, *memories.back());
+        workloads::load_inputs(k, *memories.back(), c);
         write_host_inputs(k.program, data, *memories.back());
       }
       memory_ptrs.push_back(o.timing_only ? nullptr : memories.back().get());
@@ -270,8 +274,8 @@ RunOutcome execute_run(const RunOptions& o, LoadedWorkload* given, const HostDat
     }
     progress.start_simulation(instructions);
     const models::SimulationResult result =
-        programs.empty() ? models::simulate(k.program, arch, memory_ptrs, sink)
-                         : models::simulate(programs, arch, memory_ptrs, sink);
+        programs.empty() ? models::simulate(k.program, arch, memory_ptrs, sink, w.chips)
+                         : models::simulate(programs, arch, memory_ptrs, sink, w.chips);
     const double sim_seconds = seconds_since(t_sim);
     const double sim_cpu = cpu_seconds() - cpu_sim;
     progress.set_phase("checking and writing outputs");
@@ -279,6 +283,11 @@ RunOutcome execute_run(const RunOptions& o, LoadedWorkload* given, const HostDat
                  o.workload, result.end_time.us(), sim_seconds, counter.instructions,
                  counter.transfers);
     const double before_sim_seconds = std::chrono::duration<double>(t_sim - t0).count();
+    if (!result.error.empty()) {
+      spdlog::error("{}: the run stopped at {:.3f} us: {}", o.workload, result.end_time.us(),
+                    result.error);
+      return out;
+    }
     if (!result.completed) {
       spdlog::error("{}: the program deadlocked at {:.3f} us; engines still waiting: {}",
                     o.workload, result.end_time.us(), one_line(result.deadlock));
@@ -293,7 +302,8 @@ RunOutcome execute_run(const RunOptions& o, LoadedWorkload* given, const HostDat
         programs.empty() ? memories.size() : std::min<size_t>(1, memories.size());
     for (size_t c = 0; c < checked && !k.expected.empty(); ++c) {
       // The worst core's result stands for the run: a failure, else the largest error.
-      const workloads::CheckResult r = workloads::check_outputs(k, *memories[c]);
+      const workloads::CheckResult r =
+          workloads::check_outputs(k, *memories[c], static_cast<uint32_t>(c));
       const bool worse = r.status == workloads::CheckResult::Status::fail
                              ? report.check.status != workloads::CheckResult::Status::fail ||
                                    r.max_abs_error > report.check.max_abs_error

@@ -78,6 +78,8 @@ int assemble(const std::string& input, const std::string& out, const std::string
     const isa::Assembly a = ready_program(input, arch_name, arch);
     nlohmann::json j = isa::to_json(a.program, a.buffers, a.inits, a.expectations);
     if (!a.arch.empty()) j["arch"] = a.arch;  // the program's own preset travels with it
+    if (a.chips > 1) j["chips"] = a.chips;
+    if (a.cores > 1) j["cores"] = a.cores;  // and its cores (the ranks of its collectives)
     return emit(out, j.dump(1) + "\n");
   });
 }
@@ -87,6 +89,8 @@ int disassemble(const std::string& input, const std::string& out, const std::str
     config::ArchConfig arch;
     const isa::Assembly a = ready_program(input, arch_name, arch);
     std::string text = print_assembly(a.program, a.buffers, a.inits, a.expectations);
+    if (a.chips > 1) text = fmt::format(".chips {}\n", a.chips) + text;
+    if (a.cores > 1) text = fmt::format(".cores {}\n", a.cores) + text;
     if (!a.arch.empty()) text = fmt::format(".arch {}\n", a.arch) + text;
     return emit(out, text);
   });

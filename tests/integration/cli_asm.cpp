@@ -52,7 +52,8 @@ const std::vector<std::string> kOpcodes = {"dma_copy",
                                            "range_select",
                                            "copy_predicated",
                                            "local_gather",
-                                           "gather"};
+                                           "gather",
+                                           "collective"};
 
 }  // namespace
 
@@ -135,12 +136,12 @@ TEST_CASE("trnsim disasm output, saved as .tasm, runs with the same cycles") {
   }
 }
 
-TEST_CASE("trnsim isa lists all 31 opcodes") {
+TEST_CASE("trnsim isa lists all 32 opcodes") {
   const std::string dir = fresh_dir("isa_list");
   const Invocation r = trnsim("isa", dir);
   INFO(r.err);
   REQUIRE(r.exit_code == 0);
-  REQUIRE(kOpcodes.size() == 31);
+  REQUIRE(kOpcodes.size() == 32);
   for (const auto& op : kOpcodes) {
     INFO(op);
     // Each opcode starts a line, followed by its engines.
@@ -148,14 +149,14 @@ TEST_CASE("trnsim isa lists all 31 opcodes") {
   }
   size_t rows = 0;
   for (size_t p = 0; (p = r.out.find("cost: ", p)) != std::string::npos; ++p) ++rows;
-  CHECK(rows == 31);
+  CHECK(rows == 32);
   const Invocation md = trnsim("isa --markdown", dir);
   REQUIRE(md.exit_code == 0);
   size_t table_rows = 0;
   for (const auto& op : kOpcodes) {
     if (md.out.find("| `" + op + "` |") != std::string::npos) ++table_rows;
   }
-  CHECK(table_rows == 31);
+  CHECK(table_rows == 32);
 }
 
 TEST_CASE("trnsim isa --markdown is contained verbatim in docs/isa.md") {

@@ -329,6 +329,8 @@ TEST_CASE("trace.pftrace has trace.json's lanes, slices, arguments, counters and
   check_same("gelu_mlp_eager.json", "", "gelu_eager");
   // DMA sub-lanes (overlapping transfers of one queue), the flow memory model.
   check_same("attention.json", "--set dma_flow_model=true", "attention");
+  // A Collectives lane on each of 4 cores.
+  check_same("micro/collective_all_reduce.tasm", "", "collective");
 }
 
 TEST_CASE("trace.pftrace follows --trace-filter as trace.json does") {

@@ -370,7 +370,8 @@ TEST_CASE("assembly: an unknown .expect function is reported at the function",
   const std::string line = ".expect x = softmax(x)";
   const std::string e = error_of_line(line);
   CHECK_THAT(e, StartsWith(at(line, "softmax")));
-  CHECK_THAT(e, Contains("unknown reference \"softmax\"; expected rmsnorm, matmul or copy"));
+  CHECK_THAT(
+      e, Contains("unknown reference \"softmax\"; expected rmsnorm, matmul, copy, all_reduce_add"));
   const std::string missing = ".expect x = copy(nothing)";
   CHECK_THAT(error_of_line(missing),
              StartsWith(at(missing, "nothing")) && Contains("no tensor \"nothing\""));

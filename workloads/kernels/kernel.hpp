@@ -38,6 +38,9 @@ struct Workload {
   // NeuronCores that each run the kernel on their own tensors, sharing the memory system
   // (HBM stacks are shared as the preset says). 1 by default.
   uint32_t cores = 1;
+  // Chips the cores spread over, cores / chips on each (docs/chip.md): core g is core
+  // g % (cores / chips) of chip g / (cores / chips), for the collectives' fabric. 1 by default.
+  uint32_t chips = 1;
   // The kernel's own top-level keys (KernelEntry::options, e.g. "strategy"), checked by its
   // lowering; "variant" and "eps" are parsed into the fields above.
   nlohmann::json options = nlohmann::json::object();
@@ -70,6 +73,11 @@ struct LoweredKernel {
   isa::Program program;
   std::vector<HostTensor> inputs;    // empty when lowered for timing only
   std::vector<HostTensor> expected;  // reference outputs (same names as the outputs)
+  // Per core, when the cores' inputs differ (a program with collectives, `.cores N`): core c
+  // loads core_inputs[c] and is checked against core_expected[c]; empty: every core takes
+  // inputs and expected.
+  std::vector<std::vector<HostTensor>> core_inputs;
+  std::vector<std::vector<HostTensor>> core_expected;
   Tolerance tolerance;
   nlohmann::json choices;    // the lowering parameters used
   uint64_t model_flops = 0;  // FLOPs the operation needs, independent of lowering

@@ -1,6 +1,7 @@
 #include "workloads/kernels/kernel_table.hpp"
 
 #include "workloads/kernels/attention.hpp"
+#include "workloads/kernels/collective.hpp"
 #include "workloads/kernels/engine_stream_bench.hpp"
 #include "workloads/kernels/layernorm.hpp"
 #include "workloads/kernels/matmul.hpp"
@@ -45,6 +46,8 @@ const std::vector<KernelEntry>& kernel_table() {
        "[partitions, elements]",
        true,
        lower_engine_stream},
+      // No shape: "bytes" (nccom-test's size) says how much; integer dtypes move exactly.
+      {"collective", {"op", "bytes", "reduce"}, 0, "", false, lower_collective},
   };
   return table;
 }

@@ -17,7 +17,7 @@ struct KernelEntry {
   // Top-level keys of this kernel besides name, kernel, seed, cores, shape, dtype, params:
   // kept in Workload::options for the lowering to check (e.g. "variant", "strategy", "eps").
   std::vector<std::string> options;
-  size_t shape_rank = 2;
+  size_t shape_rank = 2;   // 0: the kernel takes no shape (its options say how much)
   std::string shape_help;  // "[rows, hidden]": what the shape's dimensions are
   bool float_only = true;  // integer dtypes are refused
   LoweredKernel (*lower)(const Workload&, const config::ArchConfig&, bool functional) = nullptr;

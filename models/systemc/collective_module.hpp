@@ -1,0 +1,74 @@
+// The collectives of a program (SystemC shell, thin): a rendezvous of the run's cores. Each
+// core's engine triggers its k-th collective; when the last rank arrives, the plain-C++
+// CollectiveFabric (models/collective/fabric.hpp) is asked once when the collective ends; at
+// that end the data moves between the cores' memory images and every rank's semaphore updates
+// fire (docs/chip.md, "Collectives in a program").
+#pragma once
+
+#include <systemc>
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "isa/program.hpp"
+#include "isa/semantics.hpp"
+#include "models/collective/fabric.hpp"
+#include "models/records/records.hpp"
+#include "models/systemc/semaphore_file.hpp"
+
+namespace trnsim::models {
+
+class CollectiveModule : public sc_core::sc_module {
+ public:
+  SC_HAS_PROCESS(CollectiveModule);
+  // Ranks are the run's cores 0..cores-1, in core order, spread evenly over `chips` chips: rank
+  // g is core g % (cores / chips) of chip g / (cores / chips).
+  CollectiveModule(sc_core::sc_module_name name, const config::ArchConfig& arch, uint32_t cores,
+                   uint32_t chips, EventSink& sink);
+
+  // Core `core`'s semaphores and memory image (nullptr: timing only), before the run.
+  void attach(uint32_t core, SemaphoreFile* semaphores, isa::MemoryImage* memory);
+  // `core`'s engine finished triggering `in` now: its next collective.
+  void trigger(uint32_t core, const isa::Instruction& in);
+  // Collectives `core` triggered that have not ended; ended() fires whenever one ends.
+  uint32_t outstanding(uint32_t core) const { return outstanding_[core]; }
+  const sc_core::sc_event& ended() const { return ended_; }
+  // Why the run stopped (ranks disagreeing about a collective, a request the fabric refuses);
+  // "" when it did not. The simulation is stopped when it is set.
+  const std::string& error() const { return error_; }
+  // Collectives some ranks triggered and others never did; "" when none waits.
+  std::string deadlock_report() const;
+
+ private:
+  struct Pending {
+    std::vector<const isa::Instruction*> by_rank;  // nullptr: not triggered yet
+    uint32_t arrived = 0;
+    uint32_t first_core = 0;
+    Picoseconds first_trigger;
+    Picoseconds triggered;
+    CollectiveTiming timing;
+  };
+  void run();
+  void fail(const std::string& why);
+  void complete(uint32_t k);
+  void move_data(const Pending& p);
+  CollectiveRequest request_for(const isa::Instruction& in) const;
+
+  const config::ArchConfig& arch_;
+  uint32_t cores_;
+  uint32_t cores_per_chip_;
+  EventSink& sink_;
+  CollectiveFabric fabric_;
+  std::vector<SemaphoreFile*> semaphores_;
+  std::vector<isa::MemoryImage*> memories_;
+  std::vector<uint32_t> next_;  // per core: the index of its next collective
+  std::vector<uint32_t> outstanding_;
+  std::map<uint32_t, Pending> pending_;   // by collective index
+  std::multimap<int64_t, uint32_t> due_;  // end time (ps) -> collective index
+  sc_core::sc_event scheduled_, ended_;
+  std::string error_;
+};
+
+}  // namespace trnsim::models

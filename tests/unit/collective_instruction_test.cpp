@@ -1,0 +1,109 @@
+// The collective instruction (docs/chip.md, "Collectives in a program"): its text and JSON
+// forms round-trip, its sizes follow nccom-test's convention over the run's ranks, and bad
+// operands are refused naming the instruction and what was expected.
+#include <catch2/catch.hpp>
+#include <string>
+
+#include "config/arch.hpp"
+#include "isa/text/assembly.hpp"
+#include "isa/validate.hpp"
+
+using Catch::Matchers::Contains;
+using namespace trnsim;
+
+namespace {
+
+const config::ArchConfig& trn2() {
+  static const config::ArchConfig a = *config::preset("trn2");
+  return a;
+}
+
+std::string program_with(const std::string& line) {
+  return ".sync manual\n.cores 4\n.tensor x fp32 [4, 64]\n.tensor y fp32 [16, 64]\n"
+         ".tensor z fp32 [4, 64]\n.buffer t sbuf fp32 [4, 64]\n.semaphore s\n" +
+         line + "\n";
+}
+
+std::string parse_error(const std::string& text) {
+  try {
+    isa::parse_assembly(text, "cc.tasm", trn2());
+  } catch (const isa::AssemblyError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+}  // namespace
+
+TEST_CASE("a collective prints and parses back with its cc, op0, operands and update") {
+  const isa::Assembly a = isa::parse_assembly(
+      program_with("ar: sp.collective z[:, :], x[:, :], cc=all_reduce, op0=max, update=s+=1"),
+      "cc.tasm", trn2());
+  REQUIRE(a.cores == 4);
+  REQUIRE(a.sequence.size() == 1);
+  const isa::Instruction& in = a.sequence[0];
+  CHECK(in.opcode == isa::Opcode::collective);
+  CHECK(in.collective_op == isa::CollectiveOp::all_reduce);
+  CHECK(in.op0 == isa::AluOp::max);
+  const isa::Program p = [&] {
+    isa::Program q = a.program;
+    q.stream(Engine::sync).push_back(in);
+    return q;
+  }();
+  const std::string text = isa::print_assembly(p);
+  CHECK_THAT(text, Contains("ar: sp.collective z{"));
+  CHECK_THAT(text, Contains(", cc=all_reduce, op0=max, update=s+=1"));
+  const isa::Assembly back = isa::parse_assembly(text, "back.tasm", trn2());
+  REQUIRE(back.sequence.size() == 1);
+  CHECK(back.sequence[0].collective_op == isa::CollectiveOp::all_reduce);
+  CHECK(back.sequence[0].op0 == isa::AluOp::max);
+  // The JSON program form carries it as "cc".
+  const nlohmann::json j = isa::to_json(p);
+  CHECK_THAT(j.dump(), Contains("\"cc\":\"all_reduce\""));
+  const isa::Assembly from = isa::from_json(j, "p.json");
+  CHECK(from.program.stream(Engine::sync)[0].collective_op == isa::CollectiveOp::all_reduce);
+  CHECK(from.program.stream(Engine::sync)[0].op0 == isa::AluOp::max);
+}
+
+TEST_CASE("a collective's sizes follow nccom-test's convention over the run's ranks") {
+  auto sized = [](isa::CollectiveOp op, uint64_t src, uint64_t dst) {
+    isa::Instruction in;
+    in.opcode = isa::Opcode::collective;
+    in.collective_op = op;
+    in.src[0].partitions = 1;
+    in.src[0].ndims = 1;
+    in.src[0].dims[0] = isa::Dim{1, static_cast<uint32_t>(src)};
+    in.dst = in.src[0];
+    in.dst.dims[0].count = static_cast<uint32_t>(dst);
+    return in;
+  };
+  using Op = isa::CollectiveOp;
+  CHECK(isa::collective_size_error(sized(Op::all_reduce, 64, 64), 4).empty());
+  CHECK_THAT(isa::collective_size_error(sized(Op::all_reduce, 64, 32), 4),
+             Contains("src and dst hold the same number of elements"));
+  CHECK(isa::collective_size_error(sized(Op::all_gather, 64, 256), 4).empty());
+  CHECK_THAT(isa::collective_size_error(sized(Op::all_gather, 64, 64), 4),
+             Contains("dst holds src x 4 = 256 elements; it has 64"));
+  CHECK(isa::collective_size_error(sized(Op::reduce_scatter, 256, 64), 4).empty());
+  CHECK_THAT(isa::collective_size_error(sized(Op::reduce_scatter, 64, 64), 4),
+             Contains("src holds dst x 4 = 256 elements"));
+  CHECK(isa::collective_size_error(sized(Op::all_to_all, 64, 64), 4).empty());
+  CHECK_THAT(isa::collective_size_error(sized(Op::all_to_all, 66, 66), 4),
+             Contains("do not split into 4 equal chunks"));
+  CHECK(isa::collective_size_error(sized(Op::permute, 64, 64), 8).empty());
+}
+
+TEST_CASE("a collective takes HBM tensors of one dtype and a reduction only when it reduces") {
+  CHECK_THAT(parse_error(program_with("sp.collective z[:, :], t[:, :], cc=all_reduce, op0=add")),
+             Contains("a collective moves HBM tensors"));
+  CHECK_THAT(parse_error(program_with("sp.collective z[:, :], x[:, :], cc=all_reduce")),
+             Contains("all_reduce reduces with op0 add, max or min; op0 is bypass"));
+  CHECK_THAT(parse_error(program_with("sp.collective y[:, :], x[:, :], cc=all_gather, op0=add")),
+             Contains("all_gather does not reduce; op0 must be bypass"));
+  CHECK_THAT(parse_error(program_with("sp.collective y[:, :], x[:, :], cc=broadcast")),
+             Contains("unknown collective \"broadcast\""));
+  CHECK_THAT(parse_error(program_with("sp.collective y[:, :], x[:, :], queue=q")),
+             Contains("collective takes no option \"queue\""));
+  CHECK_THAT(parse_error(".cores 200\n"), Contains("200 cores; trn2 has 1 to 128 (8 per chip)"));
+  CHECK_THAT(parse_error(".chips 17\n"), Contains("17 chips; a trn2 instance has 1 to 16"));
+}
