@@ -13,7 +13,8 @@ StatsCollector::StatsCollector(const isa::Program& program, const config::ArchCo
       cores_(cores),
       queues_(cores * program.queues.size()),
       per_core_(cores),
-      core_dma_intervals_(cores) {}
+      core_dma_intervals_(cores),
+      core_compute_intervals_(cores) {}
 
 namespace {
 using Intervals = std::vector<std::pair<Picoseconds, Picoseconds>>;
@@ -29,18 +30,53 @@ void add_interval(Intervals& v, Picoseconds start, Picoseconds end) {
   }
 }
 
-Picoseconds union_length(Intervals v) {
+// Sorted, disjoint intervals covering the same time.
+Intervals merged(Intervals v) {
   std::sort(v.begin(), v.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
-  Picoseconds total;
-  Picoseconds covered_to;
+  Intervals out;
   for (const auto& [s, e] : v) {
-    const Picoseconds from = max(s, covered_to);
-    if (e > from) total = total + (e - from);
-    covered_to = max(covered_to, e);
+    if (!out.empty() && s <= out.back().second) {
+      out.back().second = max(out.back().second, e);
+    } else if (e > s) {
+      out.emplace_back(s, e);
+    }
+  }
+  return out;
+}
+
+Picoseconds union_length(Intervals v) {
+  Picoseconds total;
+  for (const auto& [s, e] : merged(std::move(v))) total = total + (e - s);
+  return total;
+}
+
+// Time of `a` inside `b`, both sorted and disjoint.
+Picoseconds overlap_length(const Intervals& a, const Intervals& b) {
+  Picoseconds total;
+  size_t j = 0;
+  for (const auto& [s, e] : a) {
+    while (j < b.size() && b[j].second <= s) ++j;
+    for (size_t k = j; k < b.size() && b[k].first < e; ++k) {
+      const Picoseconds from = max(s, b[k].first);
+      const Picoseconds to = b[k].second < e ? b[k].second : e;
+      if (to > from) total = total + (to - from);
+    }
   }
   return total;
 }
 }  // namespace
+
+StatsCollector::CollectiveOverlap StatsCollector::collective_overlap(uint32_t c) const {
+  Intervals windows;
+  for (const models::CollectiveRecord& r : collectives_)
+    windows.emplace_back(r.first_trigger, r.end);
+  windows = merged(std::move(windows));
+  CollectiveOverlap o;
+  for (const auto& [s, e] : windows) o.in_collectives = o.in_collectives + (e - s);
+  o.overlapped = overlap_length(windows, merged(core_compute_intervals_[c]));
+  o.exposed = o.in_collectives - o.overlapped;
+  return o;
+}
 
 Picoseconds StatsCollector::core_dma_active(uint32_t c) const {
   return union_length(core_dma_intervals_[c]);
@@ -72,6 +108,10 @@ void StatsCollector::on_instruction(const models::InstructionRecord& r) {
   ++cs.instructions;
   cs.active[index_of(r.engine)] = cs.active[index_of(r.engine)] + (r.end - r.start);
   cs.end = max(cs.end, r.results);
+  if (cores_ > 1 && r.engine != Engine::sync && !isa::is_dma(in.opcode) &&
+      !isa::is_collective(in.opcode)) {
+    add_interval(core_compute_intervals_[r.core], r.start, r.end);
+  }
   // Counted when the transfer (or the collective) completes.
   if (isa::is_dma(in.opcode) || isa::is_collective(in.opcode)) return;
   isa::for_each_operand(in,

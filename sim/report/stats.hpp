@@ -34,7 +34,7 @@ struct CoreStats {
   std::array<Picoseconds, kEngineCount> active{};  // per engine, as EngineStats::active
   uint64_t instructions = 0;
   uint64_t dma_bytes = 0;
-  Picoseconds end;  // its last instruction or transfer finished
+  Picoseconds end;  // its last instruction, transfer or collective finished
 };
 
 struct MemoryTraffic {
@@ -51,7 +51,11 @@ class StatsCollector : public models::EventSink {
   void set_core_programs(std::vector<const isa::Program*> programs) {
     core_programs_ = std::move(programs);
   }
-  void on_collective(const models::CollectiveRecord& r) override { collectives_.push_back(r); }
+  // Every core takes part in every collective (docs/chip.md): it ends a core's work too.
+  void on_collective(const models::CollectiveRecord& r) override {
+    collectives_.push_back(r);
+    for (CoreStats& c : per_core_) c.end = max(c.end, r.end);
+  }
 
   const EngineStats& engine(Engine e) const { return engines_[index_of(e)]; }
   uint64_t transfers() const { return transfers_; }
@@ -64,6 +68,13 @@ class StatsCollector : public models::EventSink {
   Picoseconds core_dma_active(uint32_t c) const;
   // The core's busiest resource: its most active engine, or its DMA (busy union).
   Picoseconds core_work(uint32_t c) const;
+  // Core c's time inside collectives (from a collective's first trigger to its end, their
+  // union) split into the part its compute engines (TensorE, VectorE, ScalarE, GpSimdE) were
+  // busy (overlapped) and the part they were all idle (exposed). Multi-core runs only.
+  struct CollectiveOverlap {
+    Picoseconds in_collectives, overlapped, exposed;
+  };
+  CollectiveOverlap collective_overlap(uint32_t c) const;
   // The program's collectives in the order they ended (empty without collectives).
   const std::vector<models::CollectiveRecord>& collectives() const { return collectives_; }
   // Queue q of core c.
@@ -84,6 +95,8 @@ class StatsCollector : public models::EventSink {
   std::vector<QueueStats> queues_;
   std::vector<CoreStats> per_core_;
   std::vector<std::vector<std::pair<Picoseconds, Picoseconds>>> core_dma_intervals_;
+  // Per core, when its compute engines ran (multi-core runs only: for collective_overlap).
+  std::vector<std::vector<std::pair<Picoseconds, Picoseconds>>> core_compute_intervals_;
   std::array<EngineStats, kEngineCount> engines_{};
   std::array<MemoryTraffic, 3> traffic_{};
   uint64_t transfers_ = 0;

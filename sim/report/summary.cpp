@@ -95,6 +95,25 @@ json memory_model_json(const RunReport& r) {
 }  // namespace
 
 namespace {
+// The chip's time in collectives (the union of their windows, the same for every core) and the
+// share of it the cores' compute engines sat idle, averaged over the cores.
+struct ChipCollectives {
+  Picoseconds in_collectives;
+  double exposed_percent = 0;
+};
+ChipCollectives chip_collectives(const StatsCollector& s) {
+  ChipCollectives out;
+  double exposed = 0;
+  for (uint32_t c = 0; c < s.cores(); ++c) {
+    const StatsCollector::CollectiveOverlap o = s.collective_overlap(c);
+    out.in_collectives = o.in_collectives;
+    exposed += static_cast<double>(o.exposed.value);
+  }
+  const double in = static_cast<double>(out.in_collectives.value) * s.cores();
+  out.exposed_percent = in > 0 ? 100.0 * exposed / in : 0.0;
+  return out;
+}
+
 // Mean over max of each core's busiest resource: 1 when every core has as much work as the
 // most loaded one, 1/cores when one core does it all.
 double core_load_balance(const StatsCollector& s) {
@@ -146,6 +165,11 @@ json stats_json(const RunReport& r) {
                         {"dma_active_time", seconds(s.core_dma_active(c))},
                         {"engine_active_time", active},
                         {"busiest_time", seconds(s.core_work(c))}});
+    if (!s.collectives().empty()) {
+      const StatsCollector::CollectiveOverlap o = s.collective_overlap(c);
+      per_core.back()["collective_overlapped_time"] = seconds(o.overlapped);
+      per_core.back()["collective_exposed_time"] = seconds(o.exposed);
+    }
   }
   if (r.check.status != CheckResult::Status::skipped) {
     check["max_abs_error"] = r.check.max_abs_error;
@@ -177,6 +201,12 @@ json stats_json(const RunReport& r) {
     out["cores"] = per_core;
     out["chip"] = {{"cores", s.cores()}, {"load_balance", core_load_balance(s)}};
     if (r.lnc > 1) out["chip"]["lnc"] = r.lnc;
+    if (!s.collectives().empty()) {
+      const ChipCollectives cc = chip_collectives(s);
+      out["chip"]["collective_time"] = seconds(cc.in_collectives);
+      out["chip"]["collective_time_percent"] = percent(cc.in_collectives, r.total);
+      out["chip"]["collective_exposed_percent"] = cc.exposed_percent;
+    }
   }
   // Only a program with collectives has these: the others' stats.json is as it was.
   if (!s.collectives().empty()) {
@@ -206,7 +236,7 @@ json stats_json(const RunReport& r) {
 
 namespace {
 // One row per core, then the chip's load balance.
-std::string cores_text(const StatsCollector& s) {
+std::string cores_text(const StatsCollector& s, Picoseconds total) {
   std::string out = fmt::format("{:<6}{:>12}{:>9}{:>12}{:>12}{:>12}\n", "core", "instr", "busiest",
                                 "work", "ends", "DMA moved");
   uint32_t last = 0;
@@ -228,6 +258,14 @@ std::string cores_text(const StatsCollector& s) {
       "chip: {} cores, load balance {:.1f}% (mean / max of each core's busiest work); core {} "
       "ends last\n",
       s.cores(), 100.0 * core_load_balance(s), last);
+  if (!s.collectives().empty()) {
+    const ChipCollectives cc = chip_collectives(s);
+    out += fmt::format(
+        "chip: collectives {} ({:.1f}% of the run), exposed {:.1f}% of it (no compute on the "
+        "core meanwhile), overlapped {:.1f}%\n",
+        duration(cc.in_collectives), percent(cc.in_collectives, total), cc.exposed_percent,
+        100.0 - cc.exposed_percent);
+  }
   return out;
 }
 }  // namespace
@@ -343,7 +381,7 @@ std::string summary_text(const RunReport& r) {
     }
     out += line + "\n";
   }
-  if (s.cores() > 1) out += cores_text(s);
+  if (s.cores() > 1) out += cores_text(s, r.total);
   out += r.profile.text(r.total);
   std::string files = "stats.json";
   if (!r.trace_file.empty()) files += "," + r.trace_file;

@@ -30,7 +30,8 @@ extern const std::vector<std::pair<std::string, std::string>> kBusyNames;
 std::vector<std::string> plot_metrics();
 
 // Workload keys a sweep may vary besides the arch's parameters (docs/sweeps.md): "workload.cores"
-// runs the kernel-form workload with that many cores. Each point with one runs a copy of its
+// runs the kernel-form workload with that many cores, "workload.chips" spreads them over that
+// many chips. Each point with one runs a copy of its
 // workload file with the key replaced, written in the point's directory.
 const std::vector<std::string>& workload_axes();
 bool is_workload_axis(const std::string& name);

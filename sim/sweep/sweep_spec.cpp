@@ -47,7 +47,7 @@ std::vector<std::string> plot_metrics() {
 }
 
 const std::vector<std::string>& workload_axes() {
-  static const std::vector<std::string> names = {"workload.cores"};
+  static const std::vector<std::string> names = {"workload.cores", "workload.chips"};
   return names;
 }
 
@@ -249,8 +249,8 @@ SweepSpec parse_sweep(const std::string& file) {
         const ordered_json& v = list[i];
         if (!v.is_number_unsigned() || v.get<uint64_t>() < 1 || v.get<uint64_t>() > 64) {
           fail(file, at,
-               fmt::format("{}: expected a positive integer (NeuronCores, at most 64), got {}",
-                           name, v.dump()));
+               fmt::format("{}: expected a positive integer ({}, at most 64), got {}", name,
+                           name == "workload.cores" ? "NeuronCores" : "chips", v.dump()));
         }
         continue;
       }
@@ -343,7 +343,7 @@ SweepSpec parse_sweep(const std::string& file) {
                          "has; {} is a graph",
                          name, s.workloads[w]));
       }
-      values[name] = std::to_string(parsed.cores);
+      values[name] = std::to_string(name == "workload.cores" ? parsed.cores : parsed.chips);
     }
     s.workload_values.push_back(std::move(values));
   }

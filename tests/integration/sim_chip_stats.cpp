@@ -72,3 +72,31 @@ TEST_CASE("per-core stats: each core's busiest work is its most active engine or
   // The chip-wide DMA time is the union over every core: [0, 6) and [5, 25).
   CHECK(s.dma_active() == Picoseconds(25000));
 }
+
+TEST_CASE("collective overlap: time in a collective with the core's compute busy, and exposed") {
+  const isa::Program p = two_engine_program();
+  const config::ArchConfig arch = config::trn2();
+  sim::StatsCollector s(p, arch, 2);
+  // Core 0 computes over [0, 10) and [30, 35); core 1 over [0, 25). A DMA's trigger on SyncE is
+  // not compute.
+  s.on_instruction(instruction(0, 0, 10));
+  s.on_instruction(instruction(0, 30, 35));
+  s.on_instruction(instruction(1, 0, 25));
+  models::CollectiveRecord cc;
+  cc.first_trigger = Picoseconds(5000);
+  cc.triggered = Picoseconds(8000);
+  cc.start = Picoseconds(10000);
+  cc.end = Picoseconds(40000);
+  s.on_collective(cc);
+  // The collective spans [5, 40): 35 ns.
+  const auto o0 = s.collective_overlap(0);
+  CHECK(o0.in_collectives == Picoseconds(35000));
+  CHECK(o0.overlapped == Picoseconds(5000 + 5000));  // [5, 10) and [30, 35)
+  CHECK(o0.exposed == Picoseconds(25000));
+  const auto o1 = s.collective_overlap(1);
+  CHECK(o1.overlapped == Picoseconds(20000));  // [5, 25)
+  CHECK(o1.exposed == Picoseconds(15000));
+  // Every core takes part: it ends with the collective.
+  CHECK(s.core(0).end == Picoseconds(40000));
+  CHECK(s.core(1).end == Picoseconds(40000));
+}

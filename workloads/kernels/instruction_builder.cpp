@@ -42,6 +42,19 @@ Instruction dma_transpose(uint16_t queue, const AccessPattern& dst, const Access
   return dma(Opcode::dma_transpose, queue, dst, src, std::move(label), issuer);
 }
 
+Instruction collective(isa::CollectiveOp op, isa::AluOp reduce, const AccessPattern& dst,
+                       const AccessPattern& src, std::string label, Engine issuer) {
+  Instruction in;
+  in.opcode = Opcode::collective;
+  in.engine = issuer;
+  in.collective_op = op;
+  in.op0 = reduce;
+  in.dst = dst;
+  in.src[0] = src;
+  in.label = std::move(label);
+  return in;
+}
+
 Instruction activation(Engine e, isa::ActivationFunction f, const AccessPattern& dst,
                        const AccessPattern& src, Scalar scale, Scalar bias, std::string label) {
   Instruction in = unary(Opcode::activation, e, dst, src, std::move(label));

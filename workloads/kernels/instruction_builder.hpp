@@ -45,6 +45,13 @@ isa::Instruction dma_transpose(uint16_t queue, const isa::AccessPattern& dst,
                                const isa::AccessPattern& src, std::string label,
                                Engine issuer = Engine::sync);
 
+// A collective between the run's cores (docs/chip.md): `issuer` triggers it; every core's
+// `src` is combined into every core's `dst` as `op` says (`reduce` for all_reduce and
+// reduce_scatter).
+isa::Instruction collective(isa::CollectiveOp op, isa::AluOp reduce, const isa::AccessPattern& dst,
+                            const isa::AccessPattern& src, std::string label,
+                            Engine issuer = Engine::sync);
+
 // --- compute ------------------------------------------------------------------------------------
 
 // dst = f(src * scale + bias).

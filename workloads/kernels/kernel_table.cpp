@@ -22,7 +22,7 @@ const std::vector<KernelEntry>& kernel_table() {
        1e-6,
        rmsnorm_space},
       {"matmul", {"strategy", "a_layout"}, 3, "[M, K, N]", true, lower_matmul, 1e-6, matmul_space},
-      {"mlp", {"activation"}, 3, "[M, D, F]", true, lower_mlp, 1e-6, mlp_space},
+      {"mlp", {"activation", "tensor_parallel"}, 3, "[M, D, F]", true, lower_mlp, 1e-6, mlp_space},
       {"layernorm",
        {"eps", "method"},
        2,

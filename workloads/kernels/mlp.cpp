@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "workloads/kernels/instruction_builder.hpp"
 #include "workloads/kernels/tile_ops.hpp"
 
 namespace trnsim::workloads {
@@ -51,6 +52,23 @@ MlpPlan plan_mlp(const MlpChoices& c, const MatmulTiles& t, const std::vector<in
   p.bufs = c.bufs;
   p.out_bufs = c.out_bufs;
   return p;
+}
+
+// The workload's tensor_parallel: the number of cores F is split over (1 without it).
+uint32_t tensor_parallel_ranks(const Workload& w) {
+  if (!w.options.contains("tensor_parallel")) return 1;
+  const auto& v = w.options["tensor_parallel"];
+  if (!v.is_boolean()) {
+    throw WorkloadError(w.file, "/tensor_parallel",
+                        fmt::format("expected true or false, got {}", v.dump()));
+  }
+  return v.get<bool>() ? w.cores : 1;
+}
+
+// A whole [rows, cols] HBM tensor as one access pattern (a collective's operand).
+isa::AccessPattern whole(DType dt, const HbmMatrix& m) {
+  return isa::hbm_ap(dt, m.address, 1, 0,
+                     {{m.cols, static_cast<uint32_t>(m.rows)}, {1, static_cast<uint32_t>(m.cols)}});
 }
 
 }  // namespace
@@ -165,7 +183,21 @@ MlpChoices parse_mlp_choices(const Workload& w, const config::ArchConfig& arch) 
 LoweredKernel lower_mlp(const Workload& w, const config::ArchConfig& arch, bool functional) {
   MlpChoices c = parse_mlp_choices(w, arch);
   const MatmulTiles t = matmul_tiles(arch);
-  const int64_t M = w.shape[0], D = w.shape[1], F = w.shape[2];
+  // Tensor parallel (docs/chip.md, "A tensor-parallel MLP"): each of the run's cores holds a
+  // slice of F, columns of w1 and rows of w2, computes its partial y, and an all-reduce sums the
+  // partials into y on every core (Megatron-LM's MLP split: no communication between the two
+  // matmuls).
+  const uint32_t ranks = tensor_parallel_ranks(w);
+  const int64_t M = w.shape[0], D = w.shape[1], F_total = w.shape[2];
+  if (F_total % ranks != 0) {
+    throw WorkloadError(w.file, "/shape/2",
+                        fmt::format("tensor_parallel splits F = {} over {} cores; {} is not a "
+                                    "multiple of {}",
+                                    F_total, ranks, F_total, ranks));
+  }
+  const int64_t F = F_total / ranks;
+  std::vector<int64_t> shape = w.shape;
+  shape[2] = F;
   const DType dt = w.dtype;
   const uint64_t es = isa::size_of(dt);
 
@@ -202,7 +234,7 @@ LoweredKernel lower_mlp(const Workload& w, const config::ArchConfig& arch, bool 
         for (uint32_t w1t : w1_tiles) {
           MlpChoices x = start;
           x.block_m = mc, x.x_bufs = xb, x.w1_tiles = w1t;
-          if (!fits && plan_mlp(x, t, w.shape, es).total() <= sbuf) {
+          if (!fits && plan_mlp(x, t, shape, es).total() <= sbuf) {
             c = x;
             fits = true;
           }
@@ -210,7 +242,7 @@ LoweredKernel lower_mlp(const Workload& w, const config::ArchConfig& arch, bool 
       }
     }
   }
-  const MlpPlan plan = plan_mlp(c, t, w.shape, es);
+  const MlpPlan plan = plan_mlp(c, t, shape, es);
   const int64_t m_tiles = ceil_div(plan.mc, t.m);  // accumulation groups open at once
   if (plan.total() > sbuf) {
     const std::string need = fmt::format(
@@ -263,6 +295,10 @@ LoweredKernel lower_mlp(const Workload& w, const config::ArchConfig& arch, bool 
   const HbmMatrix w1{"w1", p.add_dram_tensor("w1", dt, {D, F}).address, D, F};
   const HbmMatrix w2{"w2", p.add_dram_tensor("w2", dt, {F, D}).address, F, D};
   const HbmMatrix y{"y", p.add_dram_tensor("y", dt, {M, D}).address, M, D};
+  // Each core's partial y before the all-reduce (tensor parallel over several cores only).
+  const HbmMatrix y_partial =
+      ranks > 1 ? HbmMatrix{"y_partial", p.add_dram_tensor("y_partial", dt, {M, D}).address, M, D}
+                : y;
 
   EngineStreams streams(p, arch, w.file);
   TileOps ops(streams, arch, dt);
@@ -279,6 +315,7 @@ LoweredKernel lower_mlp(const Workload& w, const config::ArchConfig& arch, bool 
   SbufRing out_bufs(sb, plan.out_bufs, plan.out_bytes);
   PsumBanks banks(arch, c.psum_bufs);
   std::vector<RegionAccesses> hidden(static_cast<size_t>(FT));  // per F tile of h^T
+  Completions y_stored;  // every store of y (or of the partial y)
 
   for (int64_t m0 = 0; m0 < M; m0 += plan.mc) {
     const int64_t mc = std::min(plan.mc, M - m0);
@@ -364,10 +401,18 @@ LoweredKernel lower_mlp(const Workload& w, const config::ArchConfig& arch, bool 
                          fmt::format("evac y r{} c{}", r0, d0));
         group[g]->access.read(done);
         out.access.wrote(done);
-        out.access.read(ops.store(Engine::vector, q_y, y, r0, mr, d0, dc, out.offset,
-                                  out.access.before_read()));
+        const Completion stored = ops.store(Engine::vector, q_y, y_partial, r0, mr, d0, dc,
+                                            out.offset, out.access.before_read());
+        out.access.read(stored);
+        y_stored.add(stored);
       }
     }
+  }
+  if (ranks > 1) {
+    // Every core's partial y is in HBM: SyncE triggers the all-reduce that sums them into y.
+    streams.emit(collective(isa::CollectiveOp::all_reduce, isa::AluOp::add, whole(dt, y),
+                            whole(dt, y_partial), "all_reduce y"),
+                 y_stored);
   }
   streams.finish();
 
@@ -395,17 +440,59 @@ LoweredKernel lower_mlp(const Workload& w, const config::ArchConfig& arch, bool 
       rng.fill_normal(v.data(), v.size(),
                       [&](double n) { return isa::round_to(dt, static_cast<float>(n * scale)); });
     };
-    std::vector<float> xv(static_cast<size_t>(M * D)), w1v(static_cast<size_t>(D * F)),
-        w2v(static_cast<size_t>(F * D));
+    // The whole MLP's tensors (the same whatever the number of cores); tensor parallel, each
+    // core takes its slice of F.
+    std::vector<float> xv(static_cast<size_t>(M * D)), w1v(static_cast<size_t>(D * F_total)),
+        w2v(static_cast<size_t>(F_total * D));
     fill(xv, 1.0);
     fill(w1v, 1.0 / std::sqrt(static_cast<double>(D)));
-    fill(w2v, 1.0 / std::sqrt(static_cast<double>(F)));
-    std::vector<float> expected = mlp_reference(xv, w1v, w2v, M, D, F, c.activation, dt);
-    k.tolerance = output_tolerance(dt, expected);
-    k.inputs.push_back(HostTensor{"x", dt, {M, D}, std::move(xv)});
-    k.inputs.push_back(HostTensor{"w1", dt, {D, F}, std::move(w1v)});
-    k.inputs.push_back(HostTensor{"w2", dt, {F, D}, std::move(w2v)});
-    k.expected.push_back(HostTensor{"y", dt, {M, D}, std::move(expected)});
+    fill(w2v, 1.0 / std::sqrt(static_cast<double>(F_total)));
+    if (ranks == 1) {
+      std::vector<float> expected = mlp_reference(xv, w1v, w2v, M, D, F, c.activation, dt);
+      k.tolerance = output_tolerance(dt, expected);
+      k.inputs.push_back(HostTensor{"x", dt, {M, D}, std::move(xv)});
+      k.inputs.push_back(HostTensor{"w1", dt, {D, F}, std::move(w1v)});
+      k.inputs.push_back(HostTensor{"w2", dt, {F, D}, std::move(w2v)});
+      k.expected.push_back(HostTensor{"y", dt, {M, D}, std::move(expected)});
+    } else {
+      // The reference is the tensor-parallel computation's: each core's partial y in double
+      // precision, stored in the dtype (as the kernel stores y_partial), then summed in fp32 in
+      // rank order and rounded once more, as the all-reduce does. (Against the whole MLP in one
+      // piece, bf16 partials add up to `ranks` roundings: docs/chip.md.)
+      std::vector<float> expected(static_cast<size_t>(M * D), 0.0f);
+      double partial_squares = 0;  // sum over the cores of their largest |partial y|, squared
+      for (uint32_t r = 0; r < ranks; ++r) {
+        // Core r: columns [r F, (r + 1) F) of w1 and the same rows of w2.
+        std::vector<float> w1r(static_cast<size_t>(D * F)), w2r(static_cast<size_t>(F * D));
+        for (int64_t d = 0; d < D; ++d) {
+          std::copy_n(w1v.begin() + d * F_total + r * F, F, w1r.begin() + d * F);
+        }
+        std::copy_n(w2v.begin() + r * F * D, F * D, w2r.begin());
+        const std::vector<float> partial = mlp_reference(xv, w1r, w2r, M, D, F, c.activation, dt);
+        float largest = 0;
+        for (size_t i = 0; i < expected.size(); ++i) {
+          expected[i] += isa::round_to(dt, partial[i]);
+          largest = std::max(largest, std::abs(partial[i]));
+        }
+        partial_squares += static_cast<double>(largest) * largest;
+        k.core_inputs.push_back({HostTensor{"x", dt, {M, D}, xv},
+                                 HostTensor{"w1", dt, {D, F}, std::move(w1r)},
+                                 HostTensor{"w2", dt, {F, D}, std::move(w2r)}});
+      }
+      for (float& v : expected) v = isa::round_to(dt, v);
+      k.tolerance = output_tolerance(dt, expected);
+      // A core's partial, accumulated in fp32 in PSUM in another order than the reference's
+      // double, may round to the neighbouring value of the dtype: one ulp (2 rounding units) of
+      // the partial reaches the sum. Such flips are rare and independent between cores, so
+      // their bound adds up as a root sum of squares of each core's largest ulp.
+      k.tolerance.atol += 2 * rounding_unit(dt) * std::sqrt(partial_squares);
+      // Every core ends with the whole y.
+      for (uint32_t r = 0; r < ranks; ++r) {
+        k.core_expected.push_back({HostTensor{"y", dt, {M, D}, expected}});
+      }
+      k.inputs = k.core_inputs[0];
+      k.expected = k.core_expected[0];
+    }
   } else {
     k.tolerance = output_tolerance(dt, {});
   }

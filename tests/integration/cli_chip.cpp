@@ -1,0 +1,99 @@
+// Issue 22, items 4 and 5: a tensor-parallel MLP over a chip's cores (and two chips) with its
+// all-reduce, checked against the tensor-parallel computation's reference; the chip summary's
+// collectives, exposed and overlapped; the committed scaling sweep.
+#include <catch2/catch.hpp>
+
+#include <filesystem>
+
+#include "cli_support.hpp"
+
+using namespace trnsim_test;
+
+namespace {
+
+const char* kTpMlp = R"({"kernel": "mlp", "activation": "gelu", "shape": [128, 256, 1024],
+  "dtype": "bf16", "tensor_parallel": true, "cores": 4})";
+
+}  // namespace
+
+TEST_CASE("tensor-parallel MLP: each core's slice of F, one all-reduce, every core's y checked") {
+  const std::string dir = fresh_dir("chip_tp_mlp");
+  const std::string w = write_file(dir, "w.json", kTpMlp);
+  const Run run = run_ok(w, "", "chip_tp_mlp_run");
+  const auto& s = run.stats;
+  CHECK(s["check"]["status"] == "pass");
+  CHECK(s["check"]["mismatches"] == 0);
+  REQUIRE(s["collectives"].size() == 1);
+  const auto& cc = s["collectives"][0];
+  CHECK(cc["op"] == "all_reduce");
+  CHECK(cc["ranks"] == 4);
+  CHECK(cc["bytes"] == 128 * 256 * 2);  // y in bf16, nccom-test's all_reduce size
+  // Megatron's split: the all-reduce comes after both matmuls, so nothing overlaps it.
+  CHECK(s["chip"]["collective_exposed_percent"].get<double>() > 99.0);
+  CHECK(s["chip"]["collective_time_percent"].get<double>() > 0.0);
+  // Every core takes part, so every core ends with the collective, at the run's end.
+  for (const auto& c : s["cores"]) {
+    CHECK(c["end_time"].get<double>() == Approx(s["summary"]["total_time"].get<double>()));
+    CHECK(c["collective_exposed_time"].get<double>() > 0.0);
+  }
+  CHECK(run.invocation.out.find("chip: collectives") != std::string::npos);
+  CHECK(run.invocation.out.find("collectives 1: all_reduce 64.0 KiB") != std::string::npos);
+}
+
+TEST_CASE("tensor-parallel MLP: more cores are faster, and two chips run it over NeuronLink") {
+  const std::string dir = fresh_dir("chip_tp_scaling");
+  auto time_of = [&](const std::string& extra, const std::string& tag) {
+    const std::string w = write_file(
+        dir, tag + ".json",
+        R"({"kernel": "mlp", "activation": "gelu", "shape": [512, 1024, 4096], "dtype": "bf16",
+            "tensor_parallel": true)" +
+            extra + "}");
+    const Run r = run_ok(w, "--timing-only --no-report", "chip_tp_" + tag);
+    return r.stats["summary"]["total_time"].get<double>();
+  };
+  const double one = time_of("", "one");
+  const double four = time_of(R"(, "cores": 4)", "four");
+  const double eight = time_of(R"(, "cores": 8)", "eight");
+  const double two_chips = time_of(R"(, "cores": 16, "chips": 2)", "two_chips");
+  CHECK(four < 0.6 * one);
+  CHECK(eight < four);
+  CHECK(two_chips < one);
+}
+
+TEST_CASE("tensor-parallel MLP: bad tensor_parallel and an F the cores do not divide exit 2") {
+  const std::string dir = fresh_dir("chip_tp_bad");
+  const std::string flag =
+      write_file(dir, "flag.json",
+                 R"({"kernel": "mlp", "activation": "gelu", "shape": [128, 256, 1024], "cores": 2,
+          "tensor_parallel": "yes"})");
+  const Invocation a = trnsim(flag + " --timing-only --out " + dir + "/a", dir);
+  CHECK(a.exit_code == 2);
+  CHECK(a.err.find(flag + ": /tensor_parallel: expected true or false") != std::string::npos);
+  CHECK_FALSE(std::filesystem::exists(dir + "/a"));
+  const std::string odd =
+      write_file(dir, "odd.json",
+                 R"({"kernel": "mlp", "activation": "gelu", "shape": [128, 256, 1000], "cores": 3,
+          "tensor_parallel": true})");
+  const Invocation b = trnsim(odd + " --timing-only --out " + dir + "/b", dir);
+  CHECK(b.exit_code == 2);
+  CHECK(b.err.find(odd + ": /shape/2: tensor_parallel splits F = 1000 over 3 cores") !=
+        std::string::npos);
+  CHECK_FALSE(std::filesystem::exists(dir + "/b"));
+}
+
+TEST_CASE("the committed scaling sweep runs 1, 2, 4, 8 cores and 2 chips, faster each time") {
+  const std::string dir = fresh_dir("chip_tp_sweep");
+  const Invocation r =
+      trnsim("sweep " + example("sweeps/tp_mlp_scaling.json") + " -j 2 --out " + dir + "/out", dir);
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  const nlohmann::json results = read_json(dir + "/out/results.json");
+  const auto& points = results["points"];
+  REQUIRE(points.size() == 5);
+  CHECK(points[0]["base"] == true);
+  CHECK(points[4]["parameters"]["workload.chips"] == 2);
+  for (size_t i = 1; i < points.size(); ++i) {
+    INFO(i);
+    CHECK(points[i]["speedup"].get<double>() > points[i - 1]["speedup"].get<double>());
+  }
+}
