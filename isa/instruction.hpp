@@ -220,6 +220,9 @@ struct Instruction {
   // rank's input and dst its output (sizes as nccom-test's, isa/collective.hpp). Here, in the
   // padding after reduce_dims, it costs the Instruction no bytes.
   CollectiveOp collective_op = CollectiveOp::all_reduce;
+  // collective: its ranks are groups of this many consecutive cores (core c in group c / G),
+  // each group its own collective; 0: one group of every core of the run.
+  uint8_t collective_group = 0;
 
   // matmul: start zeroes the PSUM accumulation group, stop closes it.
   bool accumulate_start = true;
