@@ -395,7 +395,7 @@ Assembly from_json(const nlohmann::json& j, const std::string& file) {
         const int64_t n = r.integer(r.at(o, "indices", w), w + "/indices");
         if (e < 1 || e > 32) r.fail(w + "/elements", "is 1 to 32");
         if (n < 1 || n > 65536) r.fail(w + "/indices", "is 1 to 65536");
-        in.gather_elements = static_cast<uint16_t>(e);
+        in.gather_elements = static_cast<uint8_t>(e);
         in.gather_indices = static_cast<uint32_t>(n);
       }
       if (f & kNegate) in.negate = r.boolean(o, "negate", false, w);

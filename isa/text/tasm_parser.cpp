@@ -812,7 +812,7 @@ class Assembler {
         const size_t at = p.pos();
         const int64_t v = p.integer("elements per index");
         if (v < 1 || v > 32) p.fail_at(at, "elements is 1 to 32");
-        in.gather_elements = static_cast<uint16_t>(v);
+        in.gather_elements = static_cast<uint8_t>(v);
       } else if (key == "indices") {
         needs(kGather);
         const size_t at = p.pos();
