@@ -248,7 +248,11 @@ struct Instruction {
   // tensor_reduce: the result is negated (NKI's negate=True; free, I1).
   bool negate = false;
   // local_gather: elements gathered per index, and indices used per 16-partition slice.
-  uint16_t gather_elements = 1;
+  uint8_t gather_elements = 1;  // 1 to 32
+  // collective: its ranks are groups of this many consecutive cores (core c in group c / G),
+  // each group its own collective; 0: one group of every core of the run. Beside
+  // gather_elements (a byte since then), in what was padding: the Instruction does not grow.
+  uint8_t collective_group = 0;
   uint32_t gather_indices = 0;
   // Where the instruction came from: 1 + an index into Program::sources ("kernel.py:12"), or
   // 0 when it has no source (instructions of trnsim's own lowerings).

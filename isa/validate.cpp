@@ -773,13 +773,16 @@ void validate_collectives(const Program& program, uint32_t ranks) {
     const auto& stream = program.stream(e);
     for (size_t i = 0; i < stream.size(); ++i) {
       if (!is_collective(stream[i].opcode)) continue;
-      const std::string err = collective_size_error(stream[i], ranks);
+      const uint32_t group = stream[i].collective_group;
+      std::string err =
+          group != 0 && ranks % group != 0
+              ? fmt::format("group={} does not divide the run's {} cores into groups", group, ranks)
+              : collective_size_error(stream[i], group != 0 ? group : ranks);
       if (err.empty()) continue;
       const std::string label = stream[i].label.empty() ? "" : " '" + stream[i].label + "'";
-      throw ValidationError(
-          fmt::format("{} instruction {} (collective{}): {} (the run has {} "
-                      "core(s), its ranks)",
-                      name_of(e), i, label, err, ranks));
+      throw ValidationError(fmt::format(
+          "{} instruction {} (collective{}): {} (the run has {} core(s){})", name_of(e), i, label,
+          err, ranks, group != 0 ? fmt::format(", in groups of {}", group) : ", its ranks"));
     }
   }
 }

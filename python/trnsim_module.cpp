@@ -10,6 +10,7 @@
 #include <spdlog/sinks/ostream_sink.h>
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <sstream>
@@ -117,7 +118,8 @@ void apply_extra(isa::Instruction& in, const py::dict& extra) {
     } else if (key == "reverse") {
       in.reverse = static_cast<uint8_t>(as_int(v));
     } else if (key == "gather_elements") {
-      in.gather_elements = static_cast<uint16_t>(as_int(v));
+      // Above a byte: 255, which validation refuses (not a wrapped value it might accept).
+      in.gather_elements = static_cast<uint8_t>(std::min<int64_t>(as_int(v), 255));
     } else if (key == "gather_indices") {
       in.gather_indices = static_cast<uint32_t>(as_int(v));
     } else if (key == "label") {

@@ -112,9 +112,15 @@ LoweredKernel lower_assembly(const isa::Assembly& a, const config::ArchConfig& a
       k.model_flops +=
           static_cast<uint64_t>(in[0]->shape[0]) * (4 * static_cast<uint64_t>(in[0]->shape[1]) + 2);
     } else if (isa::is_collective_reference(e.function)) {
-      accumulation = cores;
+      const uint32_t ranks = e.group != 0 ? e.group : cores;
+      if (cores % ranks != 0) {
+        throw isa::AssemblyError(
+            a.file, e.line, 1,
+            fmt::format("{}: group={} does not divide the {} cores", e.function, ranks, cores));
+      }
+      accumulation = ranks;
       const std::string why =
-          collective_reference_size_error(e.function, in[0]->elements(), out->elements(), cores);
+          collective_reference_size_error(e.function, in[0]->elements(), out->elements(), ranks);
       if (!why.empty()) throw isa::AssemblyError(a.file, e.line, 1, why);
     }
     const Tolerance t = tolerance_for(out->dtype, accumulation);
@@ -139,9 +145,12 @@ LoweredKernel lower_assembly(const isa::Assembly& a, const config::ArchConfig& a
       for (const auto& n : e.inputs) in.push_back(k.program.find_dram_tensor(n));
       HostTensor expected{out->name, out->dtype, out->shape, {}};
       if (isa::is_collective_reference(e.function)) {
+        // The cores of c's group, in order.
+        const uint32_t ranks = e.group != 0 ? e.group : cores;
+        const uint32_t first = c / ranks * ranks;
         std::vector<std::vector<float>> each;
-        for (uint32_t r = 0; r < cores; ++r) each.push_back(input(*in[0], r).values);
-        expected.values = collective_reference(e.function, each, c);
+        for (uint32_t r = 0; r < ranks; ++r) each.push_back(input(*in[0], first + r).values);
+        expected.values = collective_reference(e.function, each, c - first);
         for (float& v : expected.values) v = isa::round_to(out->dtype, v);
         expected_here.push_back(std::move(expected));
         continue;

@@ -48,6 +48,7 @@ struct Expectation {
   std::string function;
   std::vector<std::string> inputs;
   double eps = 1e-6;
+  uint32_t group = 0;  // a collective's reference: over groups of this many cores (0: all)
   int line = 0;
 };
 

@@ -151,6 +151,7 @@ nlohmann::json to_json(const Program& program, const std::vector<OnChipBuffer>& 
       if (f & kQueue) o["queue"] = in.dma_queue;
       if ((f & kQueue) && in.dma_dge) o["dge"] = true;
       if (f & kCollective) o["cc"] = std::string(name_of(in.collective_op));
+      if ((f & kCollective) && in.collective_group != 0) o["group"] = in.collective_group;
       if (f & kStartStop) {
         o["start"] = in.accumulate_start;
         o["stop"] = in.accumulate_stop;
@@ -197,6 +198,7 @@ nlohmann::json to_json(const Program& program, const std::vector<OnChipBuffer>& 
   for (const auto& e : expectations) {
     expect.push_back(
         {{"output", e.output}, {"function", e.function}, {"inputs", e.inputs}, {"eps", e.eps}});
+    if (e.group != 0) expect.back()["group"] = e.group;
   }
   json out = {{"format", "trnsim-program"}, {"version", 1},       {"name", program.name},
               {"tensors", tensors},         {"buffers", bufs},    {"semaphores", sems},
@@ -337,6 +339,11 @@ Assembly from_json(const nlohmann::json& j, const std::string& file) {
       }
       if (f & kCollective)
         in.collective_op = r.named<CollectiveOp>(r.at(o, "cc", w), parse_collective_op, w + "/cc");
+      if ((f & kCollective) && o.contains("group")) {
+        const int64_t g = r.integer(o["group"], w + "/group");
+        if (g < 1 || g > 255) r.fail(w + "/group", "expected 1 to 255 cores per group");
+        in.collective_group = static_cast<uint8_t>(g);
+      }
       if (f & kStartStop) {
         in.accumulate_start = r.boolean(o, "start", true, w);
         in.accumulate_stop = r.boolean(o, "stop", true, w);
@@ -388,7 +395,7 @@ Assembly from_json(const nlohmann::json& j, const std::string& file) {
         const int64_t n = r.integer(r.at(o, "indices", w), w + "/indices");
         if (e < 1 || e > 32) r.fail(w + "/elements", "is 1 to 32");
         if (n < 1 || n > 65536) r.fail(w + "/indices", "is 1 to 65536");
-        in.gather_elements = static_cast<uint16_t>(e);
+        in.gather_elements = static_cast<uint8_t>(e);
         in.gather_indices = static_cast<uint32_t>(n);
       }
       if (f & kNegate) in.negate = r.boolean(o, "negate", false, w);
@@ -454,6 +461,11 @@ Assembly from_json(const nlohmann::json& j, const std::string& file) {
       for (const auto& in : r.array(r.at(x, "inputs", w), w + "/inputs"))
         e.inputs.push_back(r.string(in, w + "/inputs"));
       if (x.contains("eps") && x["eps"].is_number()) e.eps = x["eps"].get<double>();
+      if (x.contains("group")) {
+        const int64_t g = r.integer(x["group"], w + "/group");
+        if (g < 1 || g > 255) r.fail(w + "/group", "expected 1 to 255 cores per group");
+        e.group = static_cast<uint32_t>(g);
+      }
       check_expectation(p, file, e, w);
       a.expectations.push_back(e);
     }

@@ -440,6 +440,14 @@ class Assembler {
           e.eps = p.number("a number");
           continue;
         }
+        if (p.accept("group")) {
+          p.expect("=", "'='");
+          const size_t g_at = p.pos();
+          const int64_t g = p.integer("cores per group");
+          if (g < 1 || g > 255) p.fail_at(g_at, "group is 1 to 255 cores");
+          e.group = static_cast<uint32_t>(g);
+          continue;
+        }
         const size_t in_at = p.pos();
         const std::string in = p.identifier("an input tensor");
         if (!names().tensor(in)) p.fail_at(in_at, fmt::format("no tensor \"{}\"", in));
@@ -760,6 +768,12 @@ class Assembler {
       } else if (key == "cc") {
         needs(kCollective);
         in.collective_op = enum_value<CollectiveOp>(p, parse_collective_op, "collective");
+      } else if (key == "group") {
+        needs(kCollective);
+        const size_t at = p.pos();
+        const int64_t v = p.integer("cores per group");
+        if (v < 1 || v > 255) p.fail_at(at, "group is 1 to 255 cores");
+        in.collective_group = static_cast<uint8_t>(v);
       } else if (key == "op1") {
         needs(kOp1);
         in.op1 = enum_value<AluOp>(p, parse_alu_op, "ALU op");
@@ -798,7 +812,7 @@ class Assembler {
         const size_t at = p.pos();
         const int64_t v = p.integer("elements per index");
         if (v < 1 || v > 32) p.fail_at(at, "elements is 1 to 32");
-        in.gather_elements = static_cast<uint16_t>(v);
+        in.gather_elements = static_cast<uint8_t>(v);
       } else if (key == "indices") {
         needs(kGather);
         const size_t at = p.pos();

@@ -88,6 +88,8 @@ struct Printer {
     if (f & kQueue) items.push_back("queue=" + program.queues[in.dma_queue].name);
     if ((f & kQueue) && in.dma_dge) items.push_back("dge");
     if (f & kCollective) items.push_back(fmt::format("cc={}", name_of(in.collective_op)));
+    if ((f & kCollective) && in.collective_group != 0)
+      items.push_back(fmt::format("group={}", in.collective_group));
     if (f & kStartStop) {
       if (in.accumulate_start) items.push_back("start");
       if (in.accumulate_stop) items.push_back("stop");
@@ -160,8 +162,9 @@ std::string print_assembly(const Program& program, const std::vector<OnChipBuffe
   // Source locations, numbered from 1 in order: an instruction's src=N names the N-th.
   for (const auto& where : program.sources) s += fmt::format(".source \"{}\"\n", where);
   for (const auto& e : expectations) {
-    s += fmt::format(".expect {} = {}({}{})\n", e.output, e.function, fmt::join(e.inputs, ", "),
-                     e.function == "rmsnorm" ? fmt::format(", eps={}", number_text(e.eps)) : "");
+    s += fmt::format(".expect {} = {}({}{}{})\n", e.output, e.function, fmt::join(e.inputs, ", "),
+                     e.function == "rmsnorm" ? fmt::format(", eps={}", number_text(e.eps)) : "",
+                     e.group != 0 ? fmt::format(", group={}", e.group) : "");
   }
   const Printer printer{program, buffers};
   for (Engine e : kAllEngines) {

@@ -47,7 +47,8 @@ struct TransferRecord {
 // end of its last step (models/collective/fabric.hpp). Numbers only: op is an
 // isa::CollectiveOp, algorithm an index into models::collective_algorithms().
 struct CollectiveRecord {
-  uint32_t index = 0;  // the k-th collective each rank triggered
+  uint32_t index = 0;       // the k-th collective each rank triggered
+  uint32_t first_core = 0;  // its ranks are cores first_core .. first_core + ranks - 1
   uint8_t op = 0;
   uint8_t algorithm = 0;
   uint32_t ranks = 0;

@@ -48,14 +48,16 @@ void CollectiveModule::attach(uint32_t core, SemaphoreFile* semaphores, isa::Mem
   memories_[core] = memory;
 }
 
-CollectiveRequest CollectiveModule::request_for(const isa::Instruction& in) const {
+CollectiveRequest CollectiveModule::request_for(const isa::Instruction& in,
+                                                uint32_t first_core) const {
   CollectiveRequest r;
   r.op = in.collective_op;
   // nccom-test's size: the whole buffer (isa/collective.hpp): all_gather's output, the input
   // of the others.
   r.bytes = in.collective_op == isa::CollectiveOp::all_gather ? in.dst.bytes() : in.src[0].bytes();
   r.element_bytes = isa::size_of(in.dst.dtype);
-  for (uint32_t c = 0; c < cores_; ++c) {
+  const uint32_t group = in.collective_group != 0 ? in.collective_group : cores_;
+  for (uint32_t c = first_core; c < first_core + group; ++c) {
     r.ranks.push_back(CollectiveRank{c / cores_per_chip_, c % cores_per_chip_});
   }
   return r;
@@ -70,37 +72,45 @@ void CollectiveModule::fail(const std::string& why) {
 void CollectiveModule::trigger(uint32_t core, const isa::Instruction& in) {
   const uint32_t k = next_[core]++;
   ++outstanding_[core];
-  Pending& p = pending_[k];
+  // Validated: the group divides the cores.
+  const uint32_t group = in.collective_group != 0 ? in.collective_group : cores_;
+  const Key key{k, core / group * group};
+  Pending& p = pending_[key];
   if (p.by_rank.empty()) {
-    p.by_rank.assign(cores_, nullptr);
-    p.first_core = core;
+    p.first_core = key.second;
+    p.by_rank.assign(group, nullptr);
+    p.first_arrived = core;
     p.first_trigger = now();
   }
-  const isa::Instruction& first = *(p.arrived > 0 ? p.by_rank[p.first_core] : &in);
+  const isa::Instruction& first =
+      *(p.arrived > 0 ? p.by_rank[p.first_arrived - p.first_core] : &in);
   auto describe = [](const isa::Instruction& x) {
-    return fmt::format("{}{} {} src {} elements, dst {} elements{}", isa::name_of(x.collective_op),
+    return fmt::format("{}{}{} {} src {} elements, dst {} elements{}",
+                       isa::name_of(x.collective_op),
                        x.op0 == isa::AluOp::bypass ? "" : fmt::format(" op0={}", name_of(x.op0)),
+                       x.collective_group == 0 ? "" : fmt::format(" group={}", x.collective_group),
                        name_of(x.dst.dtype), x.src[0].elements(), x.dst.elements(),
                        x.label.empty() ? "" : fmt::format(" ('{}')", x.label));
   };
   if (in.collective_op != first.collective_op || in.op0 != first.op0 ||
-      in.dst.dtype != first.dst.dtype || in.src[0].elements() != first.src[0].elements() ||
+      in.collective_group != first.collective_group || in.dst.dtype != first.dst.dtype ||
+      in.src[0].elements() != first.src[0].elements() ||
       in.dst.elements() != first.dst.elements()) {
     fail(fmt::format(
         "collective #{}: the ranks disagree: core {} triggered {}, core {} triggered {}", k,
-        p.first_core, describe(first), core, describe(in)));
+        p.first_arrived, describe(first), core, describe(in)));
     return;
   }
-  p.by_rank[core] = &in;
-  if (++p.arrived < cores_) return;
+  p.by_rank[core - p.first_core] = &in;
+  if (++p.arrived < group) return;
   p.triggered = now();
   try {
-    p.timing = fabric_.schedule(request_for(in), p.triggered);
+    p.timing = fabric_.schedule(request_for(in, p.first_core), p.triggered);
   } catch (const std::invalid_argument& e) {
     fail(fmt::format("collective #{} ({}): {}", k, describe(in), e.what()));
     return;
   }
-  due_.emplace(p.timing.end.value, k);
+  due_.emplace(p.timing.end.value, key);
   scheduled_.notify(sc_core::SC_ZERO_TIME);
 }
 
@@ -112,18 +122,19 @@ void CollectiveModule::run() {
       wait(to_sc_time(Picoseconds(it->first) - now()), scheduled_);
       continue;
     }
-    const uint32_t k = it->second;
+    const Key key = it->second;
     due_.erase(it);
-    complete(k);
+    complete(key);
   }
 }
 
 void CollectiveModule::move_data(const Pending& p) {
   const isa::Instruction& in = *p.by_rank[0];
-  const uint32_t ranks = cores_;
+  const auto ranks = static_cast<uint32_t>(p.by_rank.size());
+  // Rank r is core first_core + r.
+  auto memory = [&](uint32_t r) -> isa::MemoryImage& { return *memories_[p.first_core + r]; };
   std::vector<std::vector<float>> src(ranks);
-  for (uint32_t r = 0; r < ranks; ++r)
-    src[r] = flat(isa::read(*memories_[r], p.by_rank[r]->src[0]));
+  for (uint32_t r = 0; r < ranks; ++r) src[r] = flat(isa::read(memory(r), p.by_rank[r]->src[0]));
   auto reduced = [&] {
     std::vector<float> acc = src[0];
     for (uint32_t r = 1; r < ranks; ++r) {
@@ -135,21 +146,21 @@ void CollectiveModule::move_data(const Pending& p) {
   switch (in.collective_op) {
     case isa::CollectiveOp::all_reduce: {
       const std::vector<float> acc = reduced();
-      for (uint32_t r = 0; r < ranks; ++r) write_flat(*memories_[r], p.by_rank[r]->dst, acc.data());
+      for (uint32_t r = 0; r < ranks; ++r) write_flat(memory(r), p.by_rank[r]->dst, acc.data());
       break;
     }
     case isa::CollectiveOp::all_gather: {
       std::vector<float> all;
       all.reserve(n * ranks);
       for (uint32_t r = 0; r < ranks; ++r) all.insert(all.end(), src[r].begin(), src[r].end());
-      for (uint32_t r = 0; r < ranks; ++r) write_flat(*memories_[r], p.by_rank[r]->dst, all.data());
+      for (uint32_t r = 0; r < ranks; ++r) write_flat(memory(r), p.by_rank[r]->dst, all.data());
       break;
     }
     case isa::CollectiveOp::reduce_scatter: {
       const std::vector<float> acc = reduced();
       const size_t chunk = n / ranks;
       for (uint32_t r = 0; r < ranks; ++r) {
-        write_flat(*memories_[r], p.by_rank[r]->dst, acc.data() + r * chunk);
+        write_flat(memory(r), p.by_rank[r]->dst, acc.data() + r * chunk);
       }
       break;
     }
@@ -162,39 +173,41 @@ void CollectiveModule::move_data(const Pending& p) {
           std::copy_n(src[s].begin() + static_cast<std::ptrdiff_t>(r * chunk), chunk,
                       out.begin() + static_cast<std::ptrdiff_t>(s * chunk));
         }
-        write_flat(*memories_[r], p.by_rank[r]->dst, out.data());
+        write_flat(memory(r), p.by_rank[r]->dst, out.data());
       }
       break;
     }
     case isa::CollectiveOp::permute:
       // Each rank receives its predecessor's input (nccom-test's permute).
       for (uint32_t r = 0; r < ranks; ++r) {
-        write_flat(*memories_[r], p.by_rank[r]->dst, src[(r + ranks - 1) % ranks].data());
+        write_flat(memory(r), p.by_rank[r]->dst, src[(r + ranks - 1) % ranks].data());
       }
       break;
   }
 }
 
-void CollectiveModule::complete(uint32_t k) {
-  const auto found = pending_.find(k);
+void CollectiveModule::complete(Key key) {
+  const auto found = pending_.find(key);
   const Pending& p = found->second;
+  const auto ranks = static_cast<uint32_t>(p.by_rank.size());
   if (memories_[0] != nullptr) move_data(p);
-  for (uint32_t r = 0; r < cores_; ++r) {
+  for (uint32_t r = 0; r < ranks; ++r) {
     for (const isa::SemaphoreUpdate& u : p.by_rank[r]->updates) {
-      semaphores_[r]->apply(u, SemaphoreFile::kDmaQueue);
+      semaphores_[p.first_core + r]->apply(u, SemaphoreFile::kDmaQueue);
     }
-    --outstanding_[r];
+    --outstanding_[p.first_core + r];
   }
   CollectiveRecord rec;
-  rec.index = k;
+  rec.index = key.first;
+  rec.first_core = p.first_core;
   rec.op = static_cast<uint8_t>(p.by_rank[0]->collective_op);
   const auto& names = collective_algorithms();
   rec.algorithm = static_cast<uint8_t>(std::find(names.begin(), names.end(), p.timing.algorithm) -
                                        names.begin());
-  rec.ranks = cores_;
-  rec.chips = (cores_ + cores_per_chip_ - 1) / cores_per_chip_;
+  rec.ranks = ranks;
+  rec.chips = (p.first_core + ranks - 1) / cores_per_chip_ - p.first_core / cores_per_chip_ + 1;
   rec.steps = p.timing.steps;
-  rec.bytes = request_for(*p.by_rank[0]).bytes;
+  rec.bytes = request_for(*p.by_rank[0], p.first_core).bytes;
   rec.first_trigger = p.first_trigger;
   rec.triggered = p.triggered;
   rec.start = p.timing.start;
@@ -206,11 +219,13 @@ void CollectiveModule::complete(uint32_t k) {
 
 std::string CollectiveModule::deadlock_report() const {
   std::string out;
-  for (const auto& [k, p] : pending_) {
-    if (p.arrived == cores_) continue;
+  for (const auto& [key, p] : pending_) {
+    if (p.arrived == p.by_rank.size()) continue;
     std::vector<uint32_t> arrived, missing;
-    for (uint32_t c = 0; c < cores_; ++c) (p.by_rank[c] ? arrived : missing).push_back(c);
-    out += fmt::format("  waits for collective #{}: cores {} arrived, {} did not\n", k,
+    for (uint32_t r = 0; r < p.by_rank.size(); ++r) {
+      (p.by_rank[r] ? arrived : missing).push_back(p.first_core + r);
+    }
+    out += fmt::format("  waits for collective #{}: cores {} arrived, {} did not\n", key.first,
                        core_list(arrived), core_list(missing));
   }
   return out;

@@ -42,19 +42,23 @@ class CollectiveModule : public sc_core::sc_module {
   std::string deadlock_report() const;
 
  private:
+  // A collective of one group: the k-th each of its cores triggered (a group is G consecutive
+  // cores, the instruction's collective_group; all the cores when it is 0).
+  using Key = std::pair<uint32_t, uint32_t>;  // (k, first core of the group)
   struct Pending {
+    uint32_t first_core = 0;                       // of the group; by_rank[r] is core first + r
     std::vector<const isa::Instruction*> by_rank;  // nullptr: not triggered yet
     uint32_t arrived = 0;
-    uint32_t first_core = 0;
+    uint32_t first_arrived = 0;  // the core that triggered it first
     Picoseconds first_trigger;
     Picoseconds triggered;
     CollectiveTiming timing;
   };
   void run();
   void fail(const std::string& why);
-  void complete(uint32_t k);
+  void complete(Key key);
   void move_data(const Pending& p);
-  CollectiveRequest request_for(const isa::Instruction& in) const;
+  CollectiveRequest request_for(const isa::Instruction& in, uint32_t first_core) const;
 
   const config::ArchConfig& arch_;
   uint32_t cores_;
@@ -65,8 +69,8 @@ class CollectiveModule : public sc_core::sc_module {
   std::vector<isa::MemoryImage*> memories_;
   std::vector<uint32_t> next_;  // per core: the index of its next collective
   std::vector<uint32_t> outstanding_;
-  std::map<uint32_t, Pending> pending_;   // by collective index
-  std::multimap<int64_t, uint32_t> due_;  // end time (ps) -> collective index
+  std::map<Key, Pending> pending_;
+  std::multimap<int64_t, Key> due_;  // end time (ps) -> collective
   sc_core::sc_event scheduled_, ended_;
   std::string error_;
 };

@@ -220,6 +220,7 @@ json stats_json(const RunReport& r) {
                       {"algorithm", models::collective_algorithms().at(c.algorithm)},
                       {"bytes", c.bytes},
                       {"ranks", c.ranks},
+                      {"first_core", c.first_core},
                       {"chips", c.chips},
                       {"steps", c.steps},
                       {"first_trigger_ns", c.first_trigger.ns()},

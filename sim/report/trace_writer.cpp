@@ -755,7 +755,7 @@ void TraceWriter::on_collective(const models::CollectiveRecord& r) {
   const std::string& algorithm = models::collective_algorithms().at(r.algorithm);
   const std::string name = fmt::format("{} {} {}", op, algorithm, r.bytes);
   // One slice per rank, from the last rank's trigger to the end (the same on every core).
-  for (uint32_t c = 0; c < r.ranks && c < cores_; ++c) {
+  for (uint32_t c = r.first_core; c < r.first_core + r.ranks && c < cores_; ++c) {
     const int pid = core_pid(c);
     if (proto_) {
       const uint64_t track = track_uuid(pid, kCollectiveLane);

@@ -4,6 +4,7 @@
 #include <catch2/catch.hpp>
 
 #include <cmath>
+#include <set>
 #include <string>
 
 #include "cli_support.hpp"
@@ -179,7 +180,7 @@ TEST_CASE("a collective in SBUF or under .sync auto is refused with exit 2") {
 }
 
 TEST_CASE("the collective library kernel runs nccom-test's size on the workload's cores") {
-  const auto run = trnsim_test::run_ok(trnsim_test::example("collective_all_reduce.json"),
+  const auto run = trnsim_test::run_ok(trnsim_test::example("collective_kernel_all_reduce.json"),
                                        "--no-report", "cc_kernel");
   CHECK(run.stats["check"]["status"] == "pass");
   REQUIRE(run.stats["collectives"].size() == 1);
@@ -253,4 +254,52 @@ TEST_CASE("cores spread over chips are ranks on those chips for the fabric") {
           "cc_chips_many.json",
           R"({"kernel": "collective", "op": "all_reduce", "bytes": 1024, "cores": 18, "chips": 2})")
           .find("18 cores on 2 chips is 9 per chip; a trn2 chip has 8") != std::string::npos);
+}
+
+TEST_CASE("group=G makes groups of G consecutive cores, each its own collective") {
+  const std::string text =
+      ".arch trn2\n.cores 8\n.sync manual\n"
+      ".tensor x fp32 [8, 64] init=normal(0, 1, seed=5)\n.tensor y fp32 [8, 64]\n"
+      ".tensor z fp32 [16, 64]\n.semaphore done\n"
+      "sp.collective y[:, :], x[:, :], cc=all_reduce, op0=add, group=2, update=done+=1\n"
+      "sp.collective z[:, :], x[:, :], cc=all_gather, group=2, update=done+=1\n"
+      "sp.nop wait=done>=2\n"
+      ".expect y = all_reduce_add(x, group=2)\n.expect z = all_gather(x, group=2)\n";
+  const std::string dir = trnsim_test::fresh_dir("cc_groups");
+  const std::string path = trnsim_test::write_file(dir, "groups.tasm", text);
+  const auto r = trnsim_test::trnsim(path + " --out " + dir + "/out --no-report", dir);
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  const auto stats = trnsim_test::read_json(dir + "/out/stats.json");
+  CHECK(stats["check"]["status"] == "pass");
+  // Two collectives per core, in four groups of two: eight, each over 2 ranks.
+  REQUIRE(stats["collectives"].size() == 8);
+  std::set<std::pair<int, int>> seen;  // (index, first core)
+  for (const auto& c : stats["collectives"]) {
+    CHECK(c["ranks"] == 2);
+    seen.insert({c["index"].get<int>(), c["first_core"].get<int>()});
+  }
+  CHECK(seen.size() == 8);
+  CHECK(seen.count({0, 6}) == 1);
+  // Against a reference over all 8 cores instead, the check fails.
+  std::string whole = text;
+  whole.replace(whole.find("all_reduce_add(x, group=2)"), 26, "all_reduce_add(x)");
+  const std::string path2 = trnsim_test::write_file(dir, "whole.tasm", whole);
+  CHECK(trnsim_test::trnsim(path2 + " --out " + dir + "/out2 --no-report", dir).exit_code == 1);
+  // A group that does not divide the cores is refused.
+  std::string three = text;
+  three.replace(three.find("op0=add, group=2"), 16, "op0=add, group=3");
+  CHECK(trnsim_test::rejected_input("cc_group3.tasm", three)
+            .find("group=3 does not divide the run's 8 cores into groups") != std::string::npos);
+  // The library kernel takes "group" too.
+  const std::string kernel = trnsim_test::write_file(
+      dir, "k.json",
+      R"({"kernel": "collective", "op": "reduce_scatter", "bytes": 65536, "cores": 8,
+          "group": 4, "dtype": "bf16", "reduce": "max"})");
+  const auto k = trnsim_test::trnsim(kernel + " --out " + dir + "/k --no-report", dir);
+  INFO(k.err);
+  REQUIRE(k.exit_code == 0);
+  const auto ks = trnsim_test::read_json(dir + "/k/stats.json");
+  CHECK(ks["check"]["status"] == "pass");
+  CHECK(ks["collectives"].size() == 2);
 }

@@ -65,6 +65,27 @@ TEST_CASE("a collective prints and parses back with its cc, op0, operands and up
   CHECK(from.program.stream(Engine::sync)[0].op0 == isa::AluOp::max);
 }
 
+TEST_CASE("a collective's group prints and parses back, and its sizes count the group's ranks") {
+  const isa::Assembly a = isa::parse_assembly(
+      program_with("sp.collective y[:, :], x[:, :], cc=all_gather, group=4, update=s+=1"),
+      "cc.tasm", trn2());
+  REQUIRE(a.sequence.size() == 1);
+  CHECK(a.sequence[0].collective_group == 4);
+  isa::Program p = a.program;
+  p.stream(Engine::sync).push_back(a.sequence[0]);
+  CHECK_THAT(isa::print_assembly(p), Contains("cc=all_gather, group=4, op0=bypass, update=s+=1"));
+  CHECK(
+      isa::from_json(isa::to_json(p), "p.json").program.stream(Engine::sync)[0].collective_group ==
+      4);
+  // all_gather of [4, 64] into [16, 64] over groups of 4 among 8 cores: valid; over all 8 not.
+  CHECK_NOTHROW(isa::validate_collectives(p, 8));
+  p.stream(Engine::sync)[0].collective_group = 0;
+  CHECK_THROWS_WITH(isa::validate_collectives(p, 8), Contains("all_gather over 8 ranks"));
+  p.stream(Engine::sync)[0].collective_group = 3;
+  CHECK_THROWS_WITH(isa::validate_collectives(p, 8),
+                    Contains("group=3 does not divide the run's 8 cores into groups"));
+}
+
 TEST_CASE("a collective's sizes follow nccom-test's convention over the run's ranks") {
   auto sized = [](isa::CollectiveOp op, uint64_t src, uint64_t dst) {
     isa::Instruction in;

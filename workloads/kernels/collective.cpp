@@ -77,7 +77,18 @@ LoweredKernel lower_collective(const Workload& w, const config::ArchConfig& arch
                         "collective takes no params");
   }
   const uint64_t es = isa::size_of(w.dtype);
-  const uint32_t ranks = w.cores;
+  uint32_t ranks = w.cores;
+  if (w.options.contains("group")) {
+    const auto& g = w.options["group"];
+    if (!g.is_number_unsigned() || g.get<uint64_t>() < 1 || g.get<uint64_t>() > 255 ||
+        w.cores % g.get<uint64_t>() != 0) {
+      throw WorkloadError(
+          w.file, "/group",
+          fmt::format("expected cores per group dividing the {} cores, got {}", w.cores, g.dump()));
+    }
+    ranks = static_cast<uint32_t>(g.get<uint64_t>());
+  }
+  const bool grouped = ranks != w.cores;
   const auto& b = w.options.value("bytes", nlohmann::json());
   // Whole elements, and for the ops that split the buffer a whole number per rank.
   const bool splits = op != isa::CollectiveOp::all_reduce && op != isa::CollectiveOp::permute;
@@ -116,6 +127,7 @@ LoweredKernel lower_collective(const Workload& w, const config::ArchConfig& arch
   cc.engine = Engine::sync;
   cc.collective_op = op;
   cc.op0 = reduce;
+  if (grouped) cc.collective_group = static_cast<uint8_t>(ranks);
   cc.src[0] = whole(x);
   cc.dst = whole(y);
   cc.label = std::string(isa::name_of(op));
@@ -129,22 +141,26 @@ LoweredKernel lower_collective(const Workload& w, const config::ArchConfig& arch
   k.choices = {
       {"op", std::string(isa::name_of(op))}, {"bytes", b.get<uint64_t>()}, {"ranks", ranks}};
   if (reduces) k.choices["reduce"] = reduce_name;
+  if (grouped) k.choices["group"] = ranks;
   // Reductions add up `ranks` roundings of fp32 sums at most; the others move values exactly.
   k.tolerance = reduces ? Tolerance{1e-6 * ranks, 2 * rounding_unit(w.dtype)} : Tolerance{0, 0};
   if (!functional) return k;
-  const std::string why = functional_size_problem(p.dram_bytes() * ranks);
+  const std::string why = functional_size_problem(p.dram_bytes() * w.cores);
   if (!why.empty()) throw WorkloadError(w.file, "/bytes", why);
-  std::vector<std::vector<float>> each(ranks);
-  for (uint32_t c = 0; c < ranks; ++c) {
+  std::vector<std::vector<float>> all(w.cores);
+  for (uint32_t c = 0; c < w.cores; ++c) {
     SeededRandom rng(w.seed + c);
-    each[c].resize(in_elements);
-    for (float& v : each[c]) v = isa::round_to(w.dtype, static_cast<float>(rng.normal()));
+    all[c].resize(in_elements);
+    for (float& v : all[c]) v = isa::round_to(w.dtype, static_cast<float>(rng.normal()));
   }
   const std::string function =
       std::string(isa::name_of(op)) + (reduces ? "_" + reduce_name : std::string());
-  for (uint32_t c = 0; c < ranks; ++c) {
-    HostTensor in{"x", w.dtype, x.shape, each[c]};
-    HostTensor out{"y", w.dtype, y.shape, collective_reference(function, each, c)};
+  for (uint32_t c = 0; c < w.cores; ++c) {
+    // The inputs of c's group, in order.
+    const uint32_t first = c / ranks * ranks;
+    const std::vector<std::vector<float>> each(all.begin() + first, all.begin() + first + ranks);
+    HostTensor in{"x", w.dtype, x.shape, all[c]};
+    HostTensor out{"y", w.dtype, y.shape, collective_reference(function, each, c - first)};
     for (float& v : out.values) v = isa::round_to(w.dtype, v);
     k.core_inputs.push_back({in});
     k.core_expected.push_back({out});

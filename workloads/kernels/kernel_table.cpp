@@ -47,7 +47,7 @@ const std::vector<KernelEntry>& kernel_table() {
        true,
        lower_engine_stream},
       // No shape: "bytes" (nccom-test's size) says how much; integer dtypes move exactly.
-      {"collective", {"op", "bytes", "reduce"}, 0, "", false, lower_collective},
+      {"collective", {"op", "bytes", "reduce", "group"}, 0, "", false, lower_collective},
   };
   return table;
 }
