@@ -68,8 +68,10 @@ Picoseconds overlap_length(const Intervals& a, const Intervals& b) {
 
 StatsCollector::CollectiveOverlap StatsCollector::collective_overlap(uint32_t c) const {
   Intervals windows;
-  for (const models::CollectiveRecord& r : collectives_)
-    windows.emplace_back(r.first_trigger, r.end);
+  for (const models::CollectiveRecord& r : collectives_) {
+    if (c >= r.first_core && c < r.first_core + r.ranks)
+      windows.emplace_back(r.first_trigger, r.end);
+  }
   windows = merged(std::move(windows));
   CollectiveOverlap o;
   for (const auto& [s, e] : windows) o.in_collectives = o.in_collectives + (e - s);

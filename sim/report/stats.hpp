@@ -51,10 +51,12 @@ class StatsCollector : public models::EventSink {
   void set_core_programs(std::vector<const isa::Program*> programs) {
     core_programs_ = std::move(programs);
   }
-  // Every core takes part in every collective (docs/chip.md): it ends a core's work too.
+  // A collective ends its ranks' work too (cores first_core .. first_core + ranks - 1).
   void on_collective(const models::CollectiveRecord& r) override {
     collectives_.push_back(r);
-    for (CoreStats& c : per_core_) c.end = max(c.end, r.end);
+    for (uint32_t c = r.first_core; c < r.first_core + r.ranks && c < per_core_.size(); ++c) {
+      per_core_[c].end = max(per_core_[c].end, r.end);
+    }
   }
 
   const EngineStats& engine(Engine e) const { return engines_[index_of(e)]; }
@@ -68,9 +70,10 @@ class StatsCollector : public models::EventSink {
   Picoseconds core_dma_active(uint32_t c) const;
   // The core's busiest resource: its most active engine, or its DMA (busy union).
   Picoseconds core_work(uint32_t c) const;
-  // Core c's time inside collectives (from a collective's first trigger to its end, their
-  // union) split into the part its compute engines (TensorE, VectorE, ScalarE, GpSimdE) were
-  // busy (overlapped) and the part they were all idle (exposed). Multi-core runs only.
+  // Core c's time inside its collectives (from each one's first trigger to its end, their
+  // union; a collective of a group counts for the group's cores only) split into the part its
+  // compute engines (TensorE, VectorE, ScalarE, GpSimdE) were busy (overlapped) and the part they
+  // were all idle (exposed). Multi-core runs only.
   struct CollectiveOverlap {
     Picoseconds in_collectives, overlapped, exposed;
   };

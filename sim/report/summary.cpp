@@ -95,21 +95,22 @@ json memory_model_json(const RunReport& r) {
 }  // namespace
 
 namespace {
-// The chip's time in collectives (the union of their windows, the same for every core) and the
-// share of it the cores' compute engines sat idle, averaged over the cores.
+// The chip's time in collectives (the longest of the cores' unions of their collectives'
+// windows: the same for every core unless groups differ) and the share of it the cores'
+// compute engines sat idle, over all the cores.
 struct ChipCollectives {
   Picoseconds in_collectives;
   double exposed_percent = 0;
 };
 ChipCollectives chip_collectives(const StatsCollector& s) {
   ChipCollectives out;
-  double exposed = 0;
+  double exposed = 0, in = 0;
   for (uint32_t c = 0; c < s.cores(); ++c) {
     const StatsCollector::CollectiveOverlap o = s.collective_overlap(c);
-    out.in_collectives = o.in_collectives;
+    out.in_collectives = max(out.in_collectives, o.in_collectives);
     exposed += static_cast<double>(o.exposed.value);
+    in += static_cast<double>(o.in_collectives.value);
   }
-  const double in = static_cast<double>(out.in_collectives.value) * s.cores();
   out.exposed_percent = in > 0 ? 100.0 * exposed / in : 0.0;
   return out;
 }

@@ -83,6 +83,8 @@ TEST_CASE("collective overlap: time in a collective with the core's compute busy
   s.on_instruction(instruction(0, 30, 35));
   s.on_instruction(instruction(1, 0, 25));
   models::CollectiveRecord cc;
+  cc.first_core = 0;
+  cc.ranks = 2;
   cc.first_trigger = Picoseconds(5000);
   cc.triggered = Picoseconds(8000);
   cc.start = Picoseconds(10000);
@@ -99,4 +101,15 @@ TEST_CASE("collective overlap: time in a collective with the core's compute busy
   // Every core takes part: it ends with the collective.
   CHECK(s.core(0).end == Picoseconds(40000));
   CHECK(s.core(1).end == Picoseconds(40000));
+  // A collective of a group of one core (core 1) counts for that core only.
+  models::CollectiveRecord solo = cc;
+  solo.first_core = 1;
+  solo.ranks = 1;
+  solo.first_trigger = Picoseconds(50000);
+  solo.end = Picoseconds(60000);
+  s.on_collective(solo);
+  CHECK(s.collective_overlap(0).in_collectives == Picoseconds(35000));
+  CHECK(s.collective_overlap(1).in_collectives == Picoseconds(45000));
+  CHECK(s.core(0).end == Picoseconds(40000));
+  CHECK(s.core(1).end == Picoseconds(60000));
 }
