@@ -214,6 +214,35 @@ std::vector<Finding> diagnose(const json& stats,
         "values stay in SBUF";
     f.push_back(x);
   }
+  // Collectives the cores wait for with nothing to compute: exposed communication.
+  const json& chip = stats.value("chip", json::object());
+  if (chip.contains("collective_time") && total > 0) {
+    const double in = number(chip, "collective_time");
+    const double exposed = in * number(chip, "collective_exposed_percent") / 100;
+    if (exposed > 0.05 * total) {
+      const json& list = stats.value("collectives", json::array());
+      std::string what;
+      for (size_t i = 0; i < list.size() && i < 3; ++i) {
+        const json& c = list[i];
+        what += fmt::format("{}{} {:.1f} MiB {} over {} ranks {}", i ? ", " : "", c.value("op", ""),
+                            number(c, "bytes") / 1048576.0, c.value("algorithm", ""),
+                            c.value("ranks", 0), us(number(c, "duration_ns") * 1e-9));
+      }
+      Finding x;
+      x.cause = "collectives (exposed communication)";
+      x.cost_seconds = exposed;
+      x.evidence = fmt::format(
+          "{} of the {} run ({:.0f}%) is inside collectives, {:.0f}% of it with no compute on "
+          "the cores: {}{}",
+          us(in), us(total), 100 * in / total, number(chip, "collective_exposed_percent"), what,
+          list.size() > 3 ? fmt::format(" and {} more", list.size() - 3) : std::string());
+      x.suggestion =
+          "overlap the collective with independent compute (start reducing the first rows "
+          "while later rows are computed), or use fewer ranks or chips for this size: the "
+          "collective's steps do not shrink as the cores' work does";
+      f.push_back(x);
+    }
+  }
   // Per kernel: what bounds it.
   std::map<std::string, Finding> by_cause;
   for (const json& k : kernels) {

@@ -38,6 +38,11 @@ TEST_CASE("tensor-parallel MLP: each core's slice of F, one all-reduce, every co
   }
   CHECK(run.invocation.out.find("chip: collectives") != std::string::npos);
   CHECK(run.invocation.out.find("collectives 1: all_reduce 64.0 KiB") != std::string::npos);
+  // explain names the exposed all-reduce, with its cost.
+  const Invocation x = trnsim("explain " + run.out, run.dir);
+  CHECK(x.exit_code == 0);
+  CHECK(x.out.find("collectives (exposed communication)") != std::string::npos);
+  CHECK(x.out.find("all_reduce 0.1 MiB") != std::string::npos);
 }
 
 TEST_CASE("tensor-parallel MLP: more cores are faster, and two chips run it over NeuronLink") {
