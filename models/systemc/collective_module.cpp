@@ -66,6 +66,10 @@ CollectiveRequest CollectiveModule::request_for(const isa::Instruction& in,
 void CollectiveModule::fail(const std::string& why) {
   if (!error_.empty()) return;
   error_ = why;
+  // The run's error says why it stopped: not SystemC's own "Simulation stopped by user" on
+  // stdout, which would land in the middle of the summary's place.
+  sc_core::sc_report_handler::set_actions("/OSCI/SystemC", sc_core::SC_INFO,
+                                          sc_core::SC_DO_NOTHING);
   sc_core::sc_stop();
 }
 

@@ -3,6 +3,8 @@
 #include <fmt/format.h>
 #include <sys/stat.h>
 
+#include <nlohmann/json.hpp>
+
 #include "base/names.hpp"
 #include "config/arch_file.hpp"
 #include "config/parameters.hpp"
@@ -27,6 +29,109 @@ bool is_program_json(const std::string& text) {
 }  // namespace
 
 namespace {
+
+// {"programs": [...]} without a "kernel": one program per core.
+bool is_program_set(const std::string& text) {
+  if (text.find("\"programs\"") == std::string::npos) return false;
+  const nlohmann::json doc = nlohmann::json::parse(text, nullptr, false);
+  return doc.is_object() && doc.contains("programs") && !doc.contains("kernel");
+}
+
+// Core c's inputs (or references) from its program: a program written for the whole set
+// (`.cores N`, N the set's size) has per-core data (seed + c, references over every core's
+// inputs) and core c takes the c-th; a one-core program's are its own.
+std::vector<workloads::HostTensor> take_core_data(
+    std::vector<std::vector<workloads::HostTensor>>& per_core,
+    std::vector<workloads::HostTensor>& own, size_t c, size_t cores, const std::string& where,
+    const std::string& file) {
+  if (per_core.empty()) return std::move(own);
+  if (per_core.size() != cores) {
+    throw InputError(fmt::format("{}: {} is written for {} cores (.cores); the set has {}", where,
+                                 file, per_core.size(), cores));
+  }
+  return std::move(per_core[c]);
+}
+
+// A program set: core c runs the c-th program; every program declares the same HBM tensors
+// (names, dtypes, shapes, places), and each core has its own HBM with its own program's inputs
+// and checks (docs/chip.md, "A program per core").
+LoadedWorkload load_program_set(const std::string& path, const std::string& text,
+                                const std::string& arch_name, const std::vector<std::string>& sets,
+                                bool functional) {
+  const nlohmann::json doc = workloads::parse_json(text, path);
+  for (const auto& item : doc.items()) {
+    if (item.key() != "programs") {
+      throw InputError(fmt::format("{}: /{}: unknown key; a program set has only \"programs\"",
+                                   path, item.key()));
+    }
+  }
+  const nlohmann::json& list = doc["programs"];
+  if (!list.is_array() || list.size() < 2) {
+    throw InputError(fmt::format(
+        "{}: /programs: expected a list of at least two program files (.tasm or JSON program "
+        "form), one per core, got {}",
+        path, list.dump()));
+  }
+  const std::string dir = path.find('/') == std::string::npos
+                              ? std::string()
+                              : path.substr(0, path.find_last_of('/') + 1);
+  LoadedWorkload out;
+  std::vector<std::vector<workloads::HostTensor>> inputs, expected;  // per core
+  for (size_t c = 0; c < list.size(); ++c) {
+    const std::string where = fmt::format("{}: /programs/{}", path, c);
+    if (!list[c].is_string() || list[c].get<std::string>().empty()) {
+      throw InputError(where + ": expected the path of a program file (relative to the set)");
+    }
+    std::string file = list[c].get<std::string>();
+    if (file.front() != '/') file = dir + file;
+    const std::string ftext = read_input_file(file);
+    if (!ends_with(file, ".tasm") && !is_program_json(ftext)) {
+      throw InputError(
+          fmt::format("{}: {} is not a program (.tasm or the JSON program form)", where, file));
+    }
+    LoadedWorkload one = load_workload_file(file, arch_name, sets, functional);
+    if (c > 0 && one.arch.name != out.arch.name) {
+      throw InputError(
+          fmt::format("{}: {} is for {}, the first program for {}: the cores of a "
+                      "chip are of one kind",
+                      where, file, one.arch.name, out.arch.name));
+    }
+    if (c == 0) {
+      inputs.push_back(
+          take_core_data(one.kernel.core_inputs, one.kernel.inputs, 0, list.size(), where, file));
+      expected.push_back(take_core_data(one.kernel.core_expected, one.kernel.expected, 0,
+                                        list.size(), where, file));
+      out = std::move(one);
+      out.shared_hbm = false;
+      out.workload.name = path.substr(path.find_last_of('/') + 1);
+      out.workload.name = out.workload.name.substr(0, out.workload.name.rfind(".json"));
+      continue;
+    }
+    const auto& mine = one.kernel.program.dram_tensors;
+    const auto& first = out.kernel.program.dram_tensors;
+    bool same = mine.size() == first.size();
+    for (size_t i = 0; same && i < mine.size(); ++i) {
+      same = mine[i].name == first[i].name && mine[i].dtype == first[i].dtype &&
+             mine[i].shape == first[i].shape && mine[i].address == first[i].address;
+    }
+    if (!same) {
+      throw InputError(fmt::format(
+          "{}: {} declares other HBM tensors than {}: every core's program declares the same "
+          "tensors (names, dtypes, shapes, in the same order); each core has its own copy",
+          where, file, list[0].get<std::string>()));
+    }
+    out.core_programs.push_back(std::move(one.kernel.program));
+    inputs.push_back(
+        take_core_data(one.kernel.core_inputs, one.kernel.inputs, c, list.size(), where, file));
+    expected.push_back(
+        take_core_data(one.kernel.core_expected, one.kernel.expected, c, list.size(), where, file));
+  }
+  if (functional) {
+    out.kernel.core_inputs = std::move(inputs);
+    out.kernel.core_expected = std::move(expected);
+  }
+  return out;
+}
 
 // An --arch value names a file when it has a slash or ends in .json, or when a file of that
 // name exists; otherwise a preset.
@@ -146,6 +251,7 @@ LoadedWorkload load_workload_file(const std::string& path, const std::string& ar
     if (functional) add_data_files(path, a, loaded.kernel);
     return loaded;
   }
+  if (is_program_set(text)) return load_program_set(path, text, arch_name, sets, functional);
   workloads::Workload w = workloads::parse_workload(text, path);
   workloads::LoweredKernel k = workloads::lower(w, arch, functional);
   return {std::move(w), std::move(k), arch, {}, {}};

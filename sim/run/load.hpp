@@ -24,9 +24,14 @@ struct LoadedWorkload {
   // SPMD over a logical core (LNC>1): the programs of cores 1.. (kernel.program is core 0's),
   // with kernel.program's HBM tensors and DMA queues; the cores share one HBM.
   std::vector<isa::Program> core_programs;
+  // With core_programs: whether the cores share core 0's HBM (a logical core's, LNC) or each
+  // has its own (a program set, one program per core: docs/chip.md).
+  bool shared_hbm = true;
 };
 
-// Loads and lowers `path`. `arch_name` empty means: the file's `.arch`, else trn2. Throws
+// Loads and lowers `path`: a workload, a program, or a program set (`{"programs": [FILE, ...]}`:
+// one program per core, each with its own HBM). `arch_name` empty means: the file's `.arch`,
+// else trn2. Throws
 // InputError, workloads::WorkloadError or isa::AssemblyError for bad input.
 LoadedWorkload load_workload_file(const std::string& path, const std::string& arch_name,
                                   const std::vector<std::string>& sets, bool functional);

@@ -7,6 +7,7 @@
 
 #include <chrono>
 #include <cstring>
+#include <filesystem>
 #include <iostream>
 
 #include "compiler/deadlock.hpp"
@@ -119,6 +120,23 @@ class EventCounter : public models::EventSink {
 
 namespace {
 RunOutcome execute_run(const RunOptions& o, LoadedWorkload* given, const HostData& data);
+
+// Removes the directory when asked, if the run made it and it is still empty.
+struct OutputDirectoryGuard {
+  explicit OutputDirectoryGuard(std::string d) : dir(std::move(d)) {
+    std::error_code ec;
+    existed = std::filesystem::exists(dir, ec);
+  }
+  ~OutputDirectoryGuard() {
+    std::error_code ec;
+    if (remove_if_empty && !existed) std::filesystem::remove(dir, ec);  // fails if not empty
+  }
+  OutputDirectoryGuard(const OutputDirectoryGuard&) = delete;
+  OutputDirectoryGuard& operator=(const OutputDirectoryGuard&) = delete;
+  std::string dir;
+  bool existed = false;
+  bool remove_if_empty = false;
+};
 }  // namespace
 
 RunOutcome execute(const RunOptions& o) {
@@ -227,7 +245,7 @@ RunOutcome execute_run(const RunOptions& o, LoadedWorkload* given, const HostDat
     std::vector<std::unique_ptr<isa::MemoryImage>> memories;
     std::vector<isa::MemoryImage*> memory_ptrs;
     for (uint32_t c = 0; c < cores; ++c) {
-      if (!o.timing_only && !programs.empty() && c > 0) {
+      if (!o.timing_only && !programs.empty() && in.shared_hbm && c > 0) {
         memories.push_back(std::make_unique<isa::MemoryImage>(arch, 0));
         memories.back()->share_hbm(*memories[0]);
       } else if (!o.timing_only) {
@@ -238,6 +256,9 @@ RunOutcome execute_run(const RunOptions& o, LoadedWorkload* given, const HostDat
       memory_ptrs.push_back(o.timing_only ? nullptr : memories.back().get());
     }
 
+    // A run that stops without results (ranks that disagree, a deadlock) leaves no output
+    // directory it made: declared before the writers, so it goes after their temporary files.
+    OutputDirectoryGuard fresh_out(o.out);
     make_output_directory(o.out);
     StatsCollector stats(k.program, arch, cores);
     if (!programs.empty()) stats.set_core_programs(programs);
@@ -286,20 +307,23 @@ RunOutcome execute_run(const RunOptions& o, LoadedWorkload* given, const HostDat
     if (!result.error.empty()) {
       spdlog::error("{}: the run stopped at {:.3f} us: {}", o.workload, result.end_time.us(),
                     result.error);
+      fresh_out.remove_if_empty = true;
       return out;
     }
     if (!result.completed) {
       spdlog::error("{}: the program deadlocked at {:.3f} us; engines still waiting: {}",
                     o.workload, result.end_time.us(), one_line(result.deadlock));
+      fresh_out.remove_if_empty = true;
       return out;
     }
 
     RunReport report{w,  arch,  k,  stats,    profile,   result, result.end_time, o.timing_only,
                      {}, o.out, {}, o.report, trace_file};
-    report.lnc = programs.empty() ? 1 : cores;
-    // The cores of a logical core share one HBM: core 0's image holds the outputs.
+    report.lnc = programs.empty() || !in.shared_hbm ? 1 : cores;
+    // The cores of a logical core share one HBM: core 0's image holds the outputs. A program
+    // set's cores each have their own.
     const size_t checked =
-        programs.empty() ? memories.size() : std::min<size_t>(1, memories.size());
+        programs.empty() || !in.shared_hbm ? memories.size() : std::min<size_t>(1, memories.size());
     for (size_t c = 0; c < checked && !k.expected.empty(); ++c) {
       // The worst core's result stands for the run: a failure, else the largest error.
       const workloads::CheckResult r =

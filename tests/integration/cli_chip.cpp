@@ -102,3 +102,105 @@ TEST_CASE("the committed scaling sweep runs 1, 2, 4, 8 cores and 2 chips, faster
     CHECK(points[i]["speedup"].get<double>() > points[i - 1]["speedup"].get<double>());
   }
 }
+
+namespace {
+
+// Core 0's program: an all-reduce of x into y, written for a set of 2 cores (.cores 2: core c
+// draws x with seed + c, and the reference sums both cores' x).
+const char* kCore0 = R"(.arch trn2
+.cores 2
+.sync manual
+.tensor x fp32 [128, 512] init=normal(0, 1, seed=7)
+.tensor y fp32 [128, 512]
+.semaphore reduced
+sp.collective y[:, :], x[:, :], cc=all_reduce, op0=add, update=reduced+=1
+sp.nop wait=reduced>=1
+.expect y = all_reduce_add(x)
+)";
+
+std::string program_set(const std::string& dir, const std::string& core1) {
+  write_file(dir, "core0.tasm", kCore0);
+  write_file(dir, "core1.tasm", core1);
+  return write_file(dir, "set.json", R"({"programs": ["core0.tasm", "core1.tasm"]})");
+}
+
+std::string replaced(std::string text, const std::string& from, const std::string& to) {
+  for (size_t at = text.find(from); at != std::string::npos; at = text.find(from, at + to.size()))
+    text.replace(at, from.size(), to);
+  return text;
+}
+
+}  // namespace
+
+TEST_CASE("a program per core: different streams meet in their collective, each core checked") {
+  const std::string dir = fresh_dir("chip_program_set");
+  // Core 1 issues the same all-reduce from GpSimdE instead of SyncE.
+  const std::string set = program_set(dir, replaced(kCore0, "sp.", "pool."));
+  const Run run = run_ok(set, "", "chip_program_set_run");
+  CHECK(run.stats["check"]["status"] == "pass");
+  CHECK(run.stats["cores"].size() == 2);
+  CHECK(run.stats["collectives"].size() == 1);
+  CHECK(run.stats["summary"]["gpsimd_engine_instruction_count"] == 2);  // core 1's only
+  CHECK(run.stats["summary"]["sync_engine_instruction_count"] == 2);    // core 0's only
+  CHECK(run.invocation.out.find("lnc=") == std::string::npos);  // own HBM each, no logical core
+}
+
+TEST_CASE("a program per core: ranks that disagree exit 2 naming both cores, no outputs") {
+  const std::string dir = fresh_dir("chip_program_set_disagree");
+  const std::string set = program_set(
+      dir,
+      replaced(replaced(kCore0, "y[:, :], x[:, :]", "y[:, 0:256], x[:, 0:256]"), "sp.", "pool."));
+  const Invocation r = trnsim(set + " --out " + dir + "/out", dir);
+  CHECK(r.exit_code == 2);
+  CHECK(r.out.empty());
+  CHECK(r.err.find("collective #0: the ranks disagree: core 1 triggered all_reduce op0=add fp32 "
+                   "src 32768 elements") != std::string::npos);
+  CHECK(r.err.find("core 0 triggered all_reduce op0=add fp32 src 65536 elements") !=
+        std::string::npos);
+  CHECK_FALSE(std::filesystem::exists(dir + "/out"));
+}
+
+TEST_CASE("a program per core: a core that never reaches the collective is a deadlock report") {
+  const std::string dir = fresh_dir("chip_program_set_deadlock");
+  const std::string set = program_set(dir, R"(.arch trn2
+.sync manual
+.tensor x fp32 [128, 512]
+.tensor y fp32 [128, 512]
+.semaphore reduced
+pool.nop
+)");
+  const Invocation r = trnsim(set + " --timing-only --out " + dir + "/out", dir);
+  CHECK(r.exit_code == 2);
+  CHECK(r.err.find("the program deadlocked") != std::string::npos);
+  CHECK(r.err.find("core 0:") != std::string::npos);
+  CHECK(r.err.find("SyncE stopped at instruction 1 (nop): waits for semaphore 0 (reduced)") !=
+        std::string::npos);
+  CHECK(r.err.find("waits for collective #0: cores {0} arrived, {1} did not") != std::string::npos);
+  CHECK_FALSE(std::filesystem::exists(dir + "/out"));
+}
+
+TEST_CASE("a program set's bad input exits 2 naming the file and the entry") {
+  const std::string dir = fresh_dir("chip_program_set_bad");
+  write_file(dir, "core0.tasm", kCore0);
+  write_file(dir, "other.tasm", replaced(kCore0, "[128, 512]", "[128, 256]"));
+  write_file(dir, "w.json", R"({"kernel": "softmax", "shape": [128, 256]})");
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {R"({"programs": ["core0.tasm"]})", "/programs: expected a list of at least two program"},
+      {R"({"programs": ["core0.tasm", "w.json"]})",
+       "/programs/1: " + dir + "/w.json is not a program"},
+      {R"({"programs": ["core0.tasm", "other.tasm"]})",
+       "/programs/1: " + dir + "/other.tasm declares other HBM tensors than core0.tasm"},
+      {R"({"programs": ["core0.tasm", "core0.tasm"], "cores": 2})", "/cores: unknown key"},
+      {R"({"programs": ["core0.tasm", "core0.tasm", "core0.tasm"]})",
+       "is written for 2 cores (.cores); the set has 3"},
+  };
+  for (size_t i = 0; i < cases.size(); ++i) {
+    const std::string set = write_file(dir, "set" + std::to_string(i) + ".json", cases[i].first);
+    const Invocation r = trnsim(set + " --out " + dir + "/out", dir);
+    INFO(cases[i].first << "\n" << r.err);
+    CHECK(r.exit_code == 2);
+    CHECK(r.err.find(set + ": ") != std::string::npos);
+    CHECK(r.err.find(cases[i].second) != std::string::npos);
+    CHECK_FALSE(std::filesystem::exists(dir + "/out"));
+  }
+}
