@@ -6,6 +6,7 @@
 #include <string>
 
 #include "models/systemc/collective_module.hpp"
+#include "models/systemc/sanitizer.hpp"
 #include "models/systemc/sc_time.hpp"
 
 using namespace trnsim;
@@ -72,6 +73,7 @@ TEST_CASE("a rendezvous asks the fabric when the last rank arrives and fires eve
   const isa::Instruction in = collective(isa::CollectiveOp::all_reduce, isa::AluOp::add, 1 << 16);
   Driver d("d", cc, {{Picoseconds(1000), 0, &in}, {Picoseconds(5000), 1, &in}});
   sc_core::sc_start();
+  models::restore_sanitizer_stack_bounds();
   CHECK(cc.error().empty());
   CHECK(cc.deadlock_report().empty());
   REQUIRE(sink.records.size() == 1);
@@ -102,6 +104,7 @@ TEST_CASE("ranks that trigger different collectives as their k-th stop the run n
   const isa::Instruction b = collective(isa::CollectiveOp::all_reduce, isa::AluOp::add, 512);
   Driver d("d", cc, {{Picoseconds(0), 0, &a}, {Picoseconds(0), 1, &b}});
   sc_core::sc_start();
+  models::restore_sanitizer_stack_bounds();
   CHECK_THAT(cc.error(), Contains("collective #0: the ranks disagree: core 0 triggered "
                                   "all_reduce op0=add fp32 src 256 elements, dst 256 elements, "
                                   "core 1 triggered all_reduce op0=add fp32 src 512 elements"));
@@ -120,6 +123,7 @@ TEST_CASE("a collective some ranks never reach is reported with who arrived and 
   const isa::Instruction in = collective(isa::CollectiveOp::all_gather, isa::AluOp::bypass, 64);
   Driver d("d", cc, {{Picoseconds(0), 0, &in}, {Picoseconds(0), 2, &in}, {Picoseconds(0), 0, &in}});
   sc_core::sc_start();
+  models::restore_sanitizer_stack_bounds();
   CHECK(cc.error().empty());
   CHECK(cc.deadlock_report() ==
         "  waits for collective #0: cores {0, 2} arrived, {1, 3} did not\n"
