@@ -14,7 +14,17 @@ StatsCollector::StatsCollector(const isa::Program& program, const config::ArchCo
       queues_(cores * program.queues.size()),
       per_core_(cores),
       core_dma_intervals_(cores),
-      core_compute_intervals_(cores) {}
+      core_compute_intervals_(cores),
+      track_compute_(cores > 1 && has_collective(program)) {}
+
+bool StatsCollector::has_collective(const isa::Program& p) {
+  for (Engine e : kAllEngines) {
+    for (const isa::Instruction& in : p.stream(e)) {
+      if (isa::is_collective(in.opcode)) return true;
+    }
+  }
+  return false;
+}
 
 namespace {
 using Intervals = std::vector<std::pair<Picoseconds, Picoseconds>>;
@@ -110,7 +120,7 @@ void StatsCollector::on_instruction(const models::InstructionRecord& r) {
   ++cs.instructions;
   cs.active[index_of(r.engine)] = cs.active[index_of(r.engine)] + (r.end - r.start);
   cs.end = max(cs.end, r.results);
-  if (cores_ > 1 && r.engine != Engine::sync && !isa::is_dma(in.opcode) &&
+  if (track_compute_ && r.engine != Engine::sync && !isa::is_dma(in.opcode) &&
       !isa::is_collective(in.opcode)) {
     add_interval(core_compute_intervals_[r.core], r.start, r.end);
   }

@@ -50,6 +50,7 @@ class StatsCollector : public models::EventSink {
   // SPMD over a logical core: core c ran *programs[c] (same queues and tensors as `program`).
   void set_core_programs(std::vector<const isa::Program*> programs) {
     core_programs_ = std::move(programs);
+    for (const isa::Program* p : core_programs_) track_compute_ |= has_collective(*p);
   }
   // A collective ends its ranks' work too (cores first_core .. first_core + ranks - 1).
   void on_collective(const models::CollectiveRecord& r) override {
@@ -100,6 +101,10 @@ class StatsCollector : public models::EventSink {
   std::vector<std::vector<std::pair<Picoseconds, Picoseconds>>> core_dma_intervals_;
   // Per core, when its compute engines ran (multi-core runs only: for collective_overlap).
   std::vector<std::vector<std::pair<Picoseconds, Picoseconds>>> core_compute_intervals_;
+  // Only a multi-core run with collectives keeps the compute intervals (what it costs grows
+  // with the program; only collective_overlap reads them).
+  bool track_compute_ = false;
+  static bool has_collective(const isa::Program& p);
   std::array<EngineStats, kEngineCount> engines_{};
   std::array<MemoryTraffic, 3> traffic_{};
   uint64_t transfers_ = 0;

@@ -74,7 +74,12 @@ TEST_CASE("per-core stats: each core's busiest work is its most active engine or
 }
 
 TEST_CASE("collective overlap: time in a collective with the core's compute busy, and exposed") {
-  const isa::Program p = two_engine_program();
+  isa::Program p = two_engine_program();
+  // A program with a collective (the collector keeps compute intervals only then).
+  isa::Instruction cc_in;
+  cc_in.opcode = isa::Opcode::collective;
+  cc_in.engine = Engine::sync;
+  p.stream(Engine::sync).push_back(cc_in);
   const config::ArchConfig arch = config::trn2();
   sim::StatsCollector s(p, arch, 2);
   // Core 0 computes over [0, 10) and [30, 35); core 1 over [0, 25). A DMA's trigger on SyncE is
