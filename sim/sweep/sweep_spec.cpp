@@ -647,14 +647,14 @@ void check_lnc(const SweepSpec& s, const Point& p, const config::ArchConfig& arc
     fail(s.file, where,
          fmt::format("lnc={} but a {} chip has {} NeuronCores", lnc, arch.name, arch.chip_cores));
   }
-  uint64_t instances = grid.empty() ? 0 : 1;
+  uint64_t instances = 1;  // a kernel without a grid runs once
   for (size_t from = 0; !grid.empty() && from <= grid.size();) {
     size_t comma = grid.find(',', from);
     if (comma == std::string::npos) comma = grid.size();
     instances *= std::stoull(grid.substr(from, comma - from));
     from = comma + 1;
   }
-  if (instances == 0 || instances % degree != 0) {
+  if (grid.empty() || instances % degree != 0) {
     auto g = s.kernel_value_at.find("kernel.grid=" + grid);
     fail(s.file,
          g != s.kernel_value_at.end() ? fmt::format("{} (point {})", g->second, p.id) : where,

@@ -491,7 +491,7 @@ TEST_CASE("sweep: kernel.lnc runs an NKI kernel on one and on two physical cores
   const Invocation g = trnsim("sweep " + grid_dir + "/s.json --out " + grid_dir + "/out", grid_dir);
   INFO(g.err);
   REQUIRE(g.exit_code == 0);
-  const auto& grid_rows = read_json(grid_dir + "/out/results.json")["points"];
+  const nlohmann::json grid_rows = read_json(grid_dir + "/out/results.json")["points"];
   REQUIRE(grid_rows.size() == 2);
   CHECK(grid_rows[0]["base"] == true);
   CHECK(grid_rows[1]["parameters"]["kernel.grid"] == 2);
