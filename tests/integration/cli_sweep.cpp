@@ -449,10 +449,13 @@ TEST_CASE("sweep: an NKI kernel's logical core and grid are refused where they c
 }
 
 #ifdef TRNSIM_TEST_NKI
+namespace {
+const char* kLncAxis = R"("grid": {"kernel.lnc": [1, 2]},
+        "set": {"dma_descriptor_overhead_ns": 26}, "plot": {"x": "kernel.lnc"})";
+}  // namespace
+
 TEST_CASE("sweep: kernel.lnc runs an NKI kernel on one and on two physical cores") {
-  const std::string dir =
-      sweep_dir("sweep_nki_lnc", nki_sweep(kCopyKernel, R"("grid": {"kernel.lnc": [1, 2]},
-        "set": {"dma_descriptor_overhead_ns": 26}, "plot": {"x": "kernel.lnc"})"));
+  const std::string dir = sweep_dir("sweep_nki_lnc", nki_sweep(kCopyKernel, kLncAxis));
   const Invocation r = trnsim("sweep " + dir + "/s.json -j 2 --out " + dir + "/out", dir);
   INFO(r.err);
   REQUIRE(r.exit_code == 0);
@@ -482,6 +485,19 @@ TEST_CASE("sweep: kernel.lnc runs an NKI kernel on one and on two physical cores
   CHECK(rows[1]["total_time_us"].get<double>() < rows[0]["total_time_us"].get<double>());
   CHECK(rows[1]["speedup"].get<double>() > 1.0);
   CHECK(slurp(dir + "/out/results.csv").find("point,workload,base,kernel.lnc,status") == 0);
+
+  // --resume knows the points by their kernel too: the same sweep reuses both, other inputs none.
+  const std::string first = slurp(dir + "/out/results.json");
+  const Invocation resumed = trnsim("sweep " + dir + "/s.json --resume --out " + dir + "/out", dir);
+  REQUIRE(resumed.exit_code == 0);
+  CHECK(resumed.err.find("2 reused") != std::string::npos);
+  CHECK(slurp(dir + "/out/results.json") == first);
+  write_file(dir, "s.json",
+             nki_sweep(R"({"name": "copy_spmd", "inputs": {"a": "256x512:float32"}, "grid": 2})",
+                       kLncAxis));
+  const Invocation changed = trnsim("sweep " + dir + "/s.json --resume --out " + dir + "/out", dir);
+  REQUIRE(changed.exit_code == 0);
+  CHECK(changed.err.find("0 reused") != std::string::npos);
 
   // kernel.grid varies --grid: the kernel object gives none, so the axis's first value is the
   // base. Grid 2 copies both 128-row bands, grid 1 the first only.
