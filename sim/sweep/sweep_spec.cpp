@@ -731,6 +731,9 @@ std::vector<Point> expand(const SweepSpec& s, bool timing_only) {
   for (const std::string& path : s.workload_paths) {
     workload_hashes.push_back(fmt::format("{:016x}", fnv1a(read_input_file(path))));
   }
+  std::vector<std::string> npy_hashes;  // the kernel's .npy inputs, read once
+  for (const std::string& f : s.kernel.npy)
+    npy_hashes.push_back(fmt::format("{:016x}", fnv1a(read_input_file(f, "an input array"))));
   // Every point's full --set list, checked as the run will check it.
   for (size_t i = 0; i < points.size(); ++i) {
     Point& p = points[i];
@@ -784,9 +787,6 @@ std::vector<Point> expand(const SweepSpec& s, bool timing_only) {
       std::string lnc = s.kernel.lnc.empty() ? "1" : s.kernel.lnc, grid = s.kernel.grid;
       for (const auto& [key, value] : p.kernel_sets) (key == "lnc" ? lnc : grid) = value;
       check_lnc(s, p, arch.config, lnc, grid);
-      std::vector<std::string> npy_hashes;
-      for (const std::string& f : s.kernel.npy)
-        npy_hashes.push_back(fmt::format("{:016x}", fnv1a(read_input_file(f, "an input array"))));
       p.definition["kernel"] = {{"name", s.kernel.name},
                                 {"inputs", s.kernel.inputs},
                                 {"inputs_fnv1a", npy_hashes},
