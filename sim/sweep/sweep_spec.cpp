@@ -317,7 +317,8 @@ SweepSpec parse_sweep(const std::string& file) {
          "\"zip\")");
   }
   for (const Axis& a : s.axes) s.varied.insert(s.varied.end(), a.params.begin(), a.params.end());
-  // A workload axis needs workloads in the kernel form: their base value is the file's own.
+  // A workload axis needs workloads in the kernel or graph form: their base value is the
+  // file's own.
   for (size_t w = 0; w < s.workload_paths.size(); ++w) {
     std::map<std::string, std::string> values;
     for (const std::string& name : s.varied) {
@@ -333,16 +334,11 @@ SweepSpec parse_sweep(const std::string& file) {
       if (program) {
         fail(file, where,
              fmt::format("{} varies a workload key, which only a workload in the kernel form "
-                         "(\"kernel\": ...) has; {} is a program",
+                         "(\"kernel\": ...) or the graph form has; {} is a program",
                          name, s.workloads[w]));
       }
+      // A graph has them too (its "cores" and "chips"; docs/workloads.md).
       const workloads::Workload parsed = workloads::parse_workload(wtext, path);
-      if (parsed.graph != nullptr) {
-        fail(file, where,
-             fmt::format("{} varies a workload key, which only a workload in the kernel form "
-                         "has; {} is a graph",
-                         name, s.workloads[w]));
-      }
       values[name] = std::to_string(name == "workload.cores" ? parsed.cores : parsed.chips);
     }
     s.workload_values.push_back(std::move(values));

@@ -956,10 +956,9 @@ Workload library_workload(const Workload& w, const Graph& g, const GraphOp& op) 
 // A collective op's kernel: SyncE triggers one collective instruction from the argument into
 // the result (each seen whole and flattened, so dimension 0 is the one split or joined) and
 // waits for its semaphore update, as the collective library kernel does. One rank (a graph on
-// one core): a copy.
-isa::Program collective_kernel(const Graph& g, const GraphOp& op, const config::ArchConfig& arch,
-                               const std::string& file) {
-  if (op.ranks == 1) return copy_kernel(g, op, arch, file);
+// one core): the same instruction, which copies x (as torch.distributed's collectives on a
+// world of one leave the tensor as it is).
+isa::Program collective_kernel(const Graph& g, const GraphOp& op) {
   const GraphTensor& xt = *g.find(op.args[0].tensor);
   isa::Program p;
   const isa::DramTensor x = p.add_dram_tensor(xt.name, xt.dtype, xt.shape);
@@ -1000,7 +999,7 @@ LibraryKernel library_kernel(const Workload& w, const Graph& g, const GraphOp& o
   const GraphTensor& x = *g.find(op.args[0].tensor);
   LibraryKernel k;
   if (op.kind == OpKind::collective) {
-    k.program = collective_kernel(g, op, arch, w.file);
+    k.program = collective_kernel(g, op);
     k.choices = {{"ranks", op.ranks}};
     if (op.op == "all_reduce" || op.op == "reduce_scatter") k.choices["reduce_op"] = op.reduce_op;
     return k;
