@@ -91,7 +91,7 @@ TEST_CASE("the graph reference combines every core's values as the collective in
   CHECK(gathered == std::vector<double>{0, 1, 2, 3, 4, 5, 6, 7, 10, 11, 12, 13, 14, 15, 16, 17});
   // reduce_scatter: rank r keeps rows [r * 2, r * 2 + 2) of the sum.
   CHECK(result(R"({"op": "reduce_scatter", "args": ["x"], "out": "y"})", 2, 1) ==
-        std::vector<double>{14, 16, 18, 20});
+        std::vector<double>{18, 20, 22, 24});
   // all_to_all: rank r receives part r of every rank's tensor, in rank order.
   CHECK(result(R"({"op": "all_to_all", "args": ["x"], "out": "y"})", 2, 0) ==
         std::vector<double>{0, 1, 2, 3, 10, 11, 12, 13});
@@ -112,7 +112,7 @@ TEST_CASE("a reduced collective is rounded once to its dtype after the fp32 sum"
   CHECK(*v[0].find("y") == std::vector<double>{258});
 }
 
-TEST_CASE("per_core inputs differ across cores; replicated inputs do not") {
+TEST_CASE("per_core inputs differ across cores, replicated inputs do not") {
   const Workload w = parse(R"({"dtype": "fp32", "cores": 2,
       "inputs": {"x": {"shape": [4, 8], "per_core": true}, "w": {"shape": [4, 8]}},
       "ops": [{"op": "add", "args": ["x", "w"], "out": "s"},
