@@ -120,8 +120,10 @@ TEST_CASE("per_core inputs differ across cores, replicated inputs do not") {
   const LoweredKernel k = lower(w, config::trn2(), true);
   REQUIRE(k.core_inputs.size() == 2);
   REQUIRE(k.core_expected.size() == 2);
-  CHECK(k.core_inputs[0][0].values != k.core_inputs[1][0].values);
-  CHECK(k.core_inputs[0][1].values == k.core_inputs[1][1].values);
+  // Inputs come in name order (w, then x).
+  REQUIRE(k.core_inputs[0][1].name == "x");
+  CHECK(k.core_inputs[0][1].values != k.core_inputs[1][1].values);
+  CHECK(k.core_inputs[0][0].values == k.core_inputs[1][0].values);
   // all_reduce leaves every core with the same values.
   CHECK(k.core_expected[0][0].values == k.core_expected[1][0].values);
   // Core 0 draws what a graph without cores draws.
@@ -129,7 +131,7 @@ TEST_CASE("per_core inputs differ across cores, replicated inputs do not") {
       "inputs": {"x": {"shape": [4, 8]}, "w": {"shape": [4, 8]}},
       "ops": [{"op": "add", "args": ["x", "w"], "out": "y"}]})");
   const LoweredKernel k1 = lower(one, config::trn2(), true);
-  CHECK(k1.inputs[0].values == k.core_inputs[0][0].values);
+  CHECK(k1.inputs[1].values == k.core_inputs[0][1].values);
 }
 
 TEST_CASE("a collective is a kernel of its own: an eager launch, a fusion boundary when compiled") {
