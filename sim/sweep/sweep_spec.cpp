@@ -509,9 +509,9 @@ SweepSpec parse_sweep(const std::string& file) {
          "\"zip\")");
   }
   for (const Axis& a : s.axes) s.varied.insert(s.varied.end(), a.params.begin(), a.params.end());
-  // A workload axis needs workloads in the kernel form: their base value is the file's own. A
-  // kernel axis needs NKI kernels: their base value is the "kernel" object's (lnc 1 when it
-  // has none; the grid: the axis's first value when it has none).
+  // A workload axis needs workloads in the kernel or graph form: their base value is the
+  // file's own. A kernel axis needs NKI kernels: their base value is the "kernel" object's (lnc
+  // 1 when it has none; the grid: the axis's first value when it has none).
   for (size_t w = 0; w < s.workload_paths.size(); ++w) {
     std::map<std::string, std::string> values;
     for (const std::string& name : s.varied) {
@@ -545,8 +545,8 @@ SweepSpec parse_sweep(const std::string& file) {
       if (s.python[w]) {
         fail(file, where,
              fmt::format("{} varies a workload key, which only a workload in the kernel form "
-                         "(\"kernel\": ...) has; {} is an NKI kernel (vary kernel.lnc for its "
-                         "cores)",
+                         "(\"kernel\": ...) or the graph form has; {} is an NKI kernel (vary "
+                         "kernel.lnc for its cores)",
                          name, s.workloads[w]));
       }
       const std::string& path = s.workload_paths[w];
@@ -557,16 +557,11 @@ SweepSpec parse_sweep(const std::string& file) {
       if (program) {
         fail(file, where,
              fmt::format("{} varies a workload key, which only a workload in the kernel form "
-                         "(\"kernel\": ...) has; {} is a program",
+                         "(\"kernel\": ...) or the graph form has; {} is a program",
                          name, s.workloads[w]));
       }
+      // A graph has them too (its "cores" and "chips"; docs/workloads.md).
       const workloads::Workload parsed = workloads::parse_workload(wtext, path);
-      if (parsed.graph != nullptr) {
-        fail(file, where,
-             fmt::format("{} varies a workload key, which only a workload in the kernel form "
-                         "has; {} is a graph",
-                         name, s.workloads[w]));
-      }
       values[name] = std::to_string(name == "workload.cores" ? parsed.cores : parsed.chips);
     }
     s.workload_values.push_back(std::move(values));
