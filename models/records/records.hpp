@@ -61,6 +61,19 @@ struct CollectiveRecord {
   Picoseconds end;            // every rank's output is in place; the updates fire
 };
 
+// One transfer of a collective's traffic in the memory system (docs/chip.md, "Collective
+// traffic and the kernel's DMA"): what one rank sends in one step, moved by its core's DMA
+// engines on the collectives' own queue.
+struct CollectiveTransferRecord {
+  int core = 0;
+  uint32_t collective = 0;  // the collective's index (CollectiveRecord::index)
+  uint32_t first_core = 0;  // of the collective's group
+  Picoseconds issued;       // submitted to the memory system
+  Picoseconds start;        // its data started moving
+  Picoseconds end;          // completed
+  uint64_t bytes = 0;
+};
+
 // One kernel on one core, from its start (the previous kernel drained, the launch arrived and
 // the device set it up) to its end (every engine finished and every transfer completed).
 struct KernelRecord {
@@ -101,6 +114,7 @@ class EventSink {
   virtual void on_kernel(const KernelRecord&) {}
   virtual void on_host(const HostRecord&) {}
   virtual void on_collective(const CollectiveRecord&) {}
+  virtual void on_collective_transfer(const CollectiveTransferRecord&) {}
 };
 
 }  // namespace trnsim::models

@@ -45,7 +45,8 @@ CollectiveModule::CollectiveModule(sc_core::sc_module_name name, const config::A
 
 void CollectiveModule::attach_memory(MemorySystemModule& memory) {
   memory_system_ = &memory;
-  memory.on_collective_done([this](uint32_t tag) { traffic_done(tag); });
+  memory.on_collective_done(
+      [this](uint32_t tag, const DmaTransfer& transfer) { traffic_done(tag, transfer); });
 }
 
 void CollectiveModule::attach(uint32_t core, SemaphoreFile* semaphores, isa::MemoryImage* memory) {
@@ -158,9 +159,18 @@ void CollectiveModule::submit_traffic(uint32_t tag) {
   memory_system_->submit_collective(t.core, t.dma, t.plan, tag);
 }
 
-void CollectiveModule::traffic_done(uint32_t tag) {
+void CollectiveModule::traffic_done(uint32_t tag, const DmaTransfer& transfer) {
   const auto found = traffic_.find(tag);
   const Key key = found->second->key;
+  CollectiveTransferRecord r;
+  r.core = static_cast<int>(transfer.core);
+  r.collective = key.first;
+  r.first_core = key.second;
+  r.issued = transfer.issued;
+  r.start = transfer.start;
+  r.end = transfer.end;
+  r.bytes = found->second->bytes;
+  sink_.on_collective_transfer(r);
   traffic_.erase(found);
   Pending& p = pending_.at(key);
   // The collective ends when the fabric has moved its data and the memory system has carried

@@ -75,7 +75,7 @@ class CollectiveModule : public sc_core::sc_module {
   void fail(const std::string& why);
   void complete(Key key);
   void submit_traffic(uint32_t tag);
-  void traffic_done(uint32_t tag);
+  void traffic_done(uint32_t tag, const DmaTransfer& transfer);
   void move_data(const Pending& p);
   CollectiveRequest request_for(const isa::Instruction& in, uint32_t first_core) const;
 

@@ -49,7 +49,7 @@ void MemorySystemModule::run() {
 void MemorySystemModule::deliver(uint32_t id) {
   const DmaTransfer& t = memory_.transfer(id);
   if (t.queue == memory_.collective_queue()) {
-    collective_done_(t.index);
+    collective_done_(t.index, t);
     return;
   }
   CoreEndpoints& core = cores_[t.core];

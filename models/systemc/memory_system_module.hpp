@@ -44,12 +44,13 @@ class MemorySystemModule : public sc_core::sc_module {
   // A DMA trigger completed now on `core`'s engine.
   void submit(uint32_t core, const isa::Instruction& dma, const DmaPlan& plan, uint32_t index);
   // Collective traffic (models/systemc/collective_module.hpp): a transfer on the collectives'
-  // queue that moves no data and raises no semaphore; when it completes, `done(tag)` is called.
+  // queue that moves no data and raises no semaphore; when it completes, `done(tag, transfer)`
+  // is called.
   // Not counted in outstanding().
   void submit_collective(uint32_t core, const isa::Instruction& dma, const DmaPlan& plan,
                          uint32_t tag);
   uint16_t collective_queue() const { return memory_.collective_queue(); }
-  void on_collective_done(std::function<void(uint32_t tag)> done) {
+  void on_collective_done(std::function<void(uint32_t tag, const DmaTransfer&)> done) {
     collective_done_ = std::move(done);
   }
   // Transfers of `core` submitted and not yet delivered; delivered() fires on every delivery.
@@ -64,7 +65,7 @@ class MemorySystemModule : public sc_core::sc_module {
   EventSink& sink_;
   std::vector<CoreEndpoints> cores_;
   std::vector<uint64_t> outstanding_;
-  std::function<void(uint32_t)> collective_done_;
+  std::function<void(uint32_t, const DmaTransfer&)> collective_done_;
   sc_core::sc_event submitted_;
   sc_core::sc_event delivered_;
 };

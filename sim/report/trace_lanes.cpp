@@ -29,7 +29,10 @@ std::vector<TraceLane> trace_lanes(const isa::Program& program, const config::Ar
                        "DMA " + program.queues[q].name});
     }
     // Last of the core's lanes, so that TimelineLanes' positions of the others stay.
-    if (collectives) lanes.push_back({pid, TraceWriter::kCollectiveLane, process, "Collectives"});
+    if (collectives) {
+      lanes.push_back({pid, TraceWriter::kCollectiveLane, process, "Collectives"});
+      lanes.push_back({pid, TraceWriter::kCollectiveDmaLane, process, "Collective DMA"});
+    }
   }
   return lanes;
 }
@@ -37,7 +40,7 @@ std::vector<TraceLane> trace_lanes(const isa::Program& program, const config::Ar
 TimelineLanes::TimelineLanes(const isa::Program& program, uint32_t cores)
     : host_lanes_(program.host_ops.empty() ? 0 : 2),
       per_core_(1 + kEngineCount + static_cast<uint32_t>(program.queues.size()) +
-                (isa::has_collectives(program) ? 1 : 0)),
+                (isa::has_collectives(program) ? 2 : 0)),
       cores_(cores) {}
 
 }  // namespace trnsim::sim

@@ -203,6 +203,8 @@ TraceWriter::TraceWriter(const std::string& path, const isa::Program& program,
         keep_kernels_ = kept;
       } else if (l.tid == kCollectiveLane) {
         keep_collectives_ = kept;
+      } else if (l.tid == kCollectiveDmaLane) {
+        keep_collective_dma_ = kept;
       } else if (l.tid >= queue_lane(0)) {
         keep_queue_[static_cast<size_t>(l.tid - queue_lane(0))] = kept;
       } else {
@@ -777,6 +779,35 @@ void TraceWriter::on_collective(const models::CollectiveRecord& r) {
         json_string(op), json_string(algorithm), r.bytes, r.ranks, r.steps,
         trace_timestamp(r.first_trigger)));
   }
+}
+
+void TraceWriter::on_collective_transfer(const models::CollectiveTransferRecord& r) {
+  const auto core = static_cast<uint32_t>(r.core);
+  if (collective_dma_end_.size() < cores_) collective_dma_end_.assign(cores_, 0);
+  // A core's traffic completes in order but may start while the one before is still moving:
+  // its slice starts where the previous one ended, so that the lane's slices never overlap.
+  const Picoseconds start(std::max(r.start.value, collective_dma_end_[core]));
+  collective_dma_end_[core] = std::max(collective_dma_end_[core], r.end.value);
+  if (!keep_collective_dma_ || core >= cores_ || !filter_.keeps_span(start.value, r.end.value) ||
+      start >= r.end) {
+    return;
+  }
+  const int pid = core_pid(core);
+  const std::string name = fmt::format("collective #{} traffic", r.collective);
+  if (proto_) {
+    const uint64_t track = track_uuid(pid, kCollectiveDmaLane);
+    proto_begin(track, name, Category::dma);
+    arg(Arg::index, static_cast<int64_t>(r.collective));
+    arg(Arg::bytes, static_cast<int64_t>(r.bytes));
+    arg_double(Arg::issued_at_us, static_cast<double>(r.issued.value) * 1e-6);
+    proto_end(track, start, r.end);
+    return;
+  }
+  event(fmt::format(
+      R"({{"ph":"X","pid":{},"tid":{},"ts":{},"dur":{},"name":{},"cat":"dma","args":{{"index":{},"bytes":{},"issued_at_us":{}}}}})",
+      pid, kCollectiveDmaLane, trace_timestamp(to_whole_ns(start)),
+      trace_timestamp(to_whole_ns(r.end) - to_whole_ns(start)), json_string(name), r.collective,
+      r.bytes, trace_timestamp(r.issued)));
 }
 
 void TraceWriter::on_host(const models::HostRecord& r) {

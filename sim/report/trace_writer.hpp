@@ -52,6 +52,7 @@ class TraceWriter : public models::EventSink {
   // SPMD over a logical core: core c ran *programs[c] (same queues and tensors as `program`).
   void set_core_programs(std::vector<const isa::Program*> programs);
   void on_collective(const models::CollectiveRecord& r) override;
+  void on_collective_transfer(const models::CollectiveTransferRecord& r) override;
   // Writes the counters, closes the JSON and the file (throws OutputError), then commit()
   // moves it into place.
   void close();
@@ -86,6 +87,8 @@ class TraceWriter : public models::EventSink {
   static constexpr int kKernelLane = 50;
   // The collectives lane of a NeuronCore (only for a program with collectives).
   static constexpr int kCollectiveLane = 51;
+  // Its collectives' traffic in the memory system (docs/chip.md): one slice per transfer.
+  static constexpr int kCollectiveDmaLane = 52;
   static constexpr int kHostPid = 0;
   static constexpr int kFrameworkLane = 1;
   static constexpr int kRuntimeLane = 2;
@@ -184,9 +187,10 @@ class TraceWriter : public models::EventSink {
   std::array<bool, kEngineCount> keep_engine_{};
   std::vector<bool> keep_queue_;
   bool keep_kernels_ = true, keep_framework_ = true, keep_runtime_ = true;
-  bool keep_collectives_ = true;
-  bool collectives_ = false;        // the program has collectives (the Collectives lanes)
-  std::vector<CounterLane> lanes_;  // per core, kCounters each
+  bool keep_collectives_ = true, keep_collective_dma_ = true;
+  std::vector<int64_t> collective_dma_end_;  // per core: where its last traffic slice ended
+  bool collectives_ = false;                 // the program has collectives (the Collectives lanes)
+  std::vector<CounterLane> lanes_;           // per core, kCounters each
   uint64_t step_seq_ = 0;
   size_t held_steps_ = 0;  // over all lanes: release_steps() has nothing to do at 0
   // Issue times of the DMA transfers not yet completed (count per time), and the end of the

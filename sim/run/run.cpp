@@ -50,6 +50,9 @@ class Fanout : public models::EventSink {
   void on_collective(const models::CollectiveRecord& r) override {
     for (auto* s : sinks_) s->on_collective(r);
   }
+  void on_collective_transfer(const models::CollectiveTransferRecord& r) override {
+    for (auto* s : sinks_) s->on_collective_transfer(r);
+  }
 
  private:
   std::vector<models::EventSink*> sinks_;

@@ -4,6 +4,7 @@
 #include <catch2/catch.hpp>
 
 #include <cmath>
+#include <map>
 #include <set>
 #include <string>
 
@@ -157,6 +158,43 @@ TEST_CASE("trace.json has a Collectives lane per core with the collective's slic
   }
   CHECK(lanes == 4);
   CHECK(slices == 4);
+}
+
+TEST_CASE("trace.json has a Collective DMA lane per core with the collective's traffic") {
+  // 16 MiB all_reduce, rdh over 2 cores: each rank sends half in the reduce-scatter and half in
+  // the all-gather, 16 MiB in all, as one transfer per step.
+  const auto run = trnsim_test::run_ok(trnsim_test::example("micro/collective_overlap.tasm"),
+                                       "--no-report --timing-only", "cc_trace_dma");
+  std::map<int, int> lane_of;  // pid -> tid of its Collective DMA lane
+  for (const auto& e : run.trace["traceEvents"]) {
+    if (e.value("name", "") == "thread_name" && e["args"]["name"] == "Collective DMA") {
+      lane_of[e["pid"].get<int>()] = e["tid"].get<int>();
+    }
+  }
+  REQUIRE(lane_of.size() == 2);
+  std::map<int, double> bytes, last_end;
+  std::map<int, int> slices;
+  for (const auto& e : run.trace["traceEvents"]) {
+    if (e.value("ph", "") != "X" || !lane_of.count(e["pid"].get<int>()) ||
+        e["tid"].get<int>() != lane_of[e["pid"].get<int>()]) {
+      continue;
+    }
+    const int pid = e["pid"].get<int>();
+    CHECK(e["cat"] == "dma");
+    CHECK(e["name"] == "collective #0 traffic");
+    const double ts = e["ts"].get<double>();
+    CHECK(ts >= last_end[pid]);  // the lane's slices do not overlap
+    last_end[pid] = ts + e["dur"].get<double>();
+    bytes[pid] += e["args"]["bytes"].get<double>();
+    ++slices[pid];
+  }
+  const auto& c = run.stats["collectives"][0];
+  for (const auto& [pid, b] : bytes) {
+    CHECK(b == 16.0 * 1024 * 1024);
+    CHECK(slices[pid] == c["steps"].get<int>());
+    // The collective ends no earlier than its traffic.
+    CHECK(last_end[pid] <= c["end_ns"].get<double>() / 1e3 + 1e-3);
+  }
 }
 
 TEST_CASE("a run without collectives writes no collective fields") {
