@@ -62,7 +62,7 @@ TEST_CASE("send/recv: the pipeline example passes its check, one p2p record per 
   CHECK(slices == 8);  // each pair on the sender's and the receiver's lanes
 }
 
-TEST_CASE("send/recv moves the peer's data; one pair alone costs the fabric's p2p time") {
+TEST_CASE("send/recv moves the peer's data, and one pair alone costs the fabric's p2p time") {
   const std::string dir = trnsim_test::fresh_dir("sr_two");
   const std::string path = trnsim_test::write_file(
       dir, "two.tasm", ring(2, kSend, kRecv, ".expect y = recv(x, peer=-1)\n"));
@@ -130,10 +130,10 @@ TEST_CASE("send/recv bad input is refused with exit 2 naming the place") {
                  "sp.collective y[:, :], x[:, :], cc=all_reduce, op0=add, peer=+1, update=sent+=1",
                  kRecv))
             .find("peer= is for cc=send and cc=recv, not all_reduce") != std::string::npos);
-    CHECK(trnsim_test::rejected_input(
-              "sr_sbuf.tasm", ring(2, "sp.collective t[:, :], cc=send, peer=+1, update=sent+=1",
-                                   kRecv, ".buffer t sbuf fp32 [8, 64]\n"))
-              .find("a send moves HBM tensors") != std::string::npos);
+    std::string sbuf = ring(2, "sp.collective t[:, :], cc=send, peer=+1, update=sent+=1", kRecv);
+    sbuf.insert(sbuf.find(".semaphore"), ".buffer t sbuf fp32 [8, 64]\n");
+    CHECK(trnsim_test::rejected_input("sr_sbuf.tasm", sbuf).find("a send moves HBM tensors") !=
+          std::string::npos);
   }
 }
 
