@@ -142,6 +142,9 @@ void append_kernel(Program& whole, const Program& kernel, const std::string& nam
         in.dma_queue = queue_map[in.dma_queue];
         relocate(in.dst);
         relocate(in.src[0]);
+      } else if (is_collective(in.opcode)) {
+        relocate(in.dst);  // a collective names HBM tensors too
+        relocate(in.src[0]);
       }
       out.push_back(std::move(in));
     }

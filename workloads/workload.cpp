@@ -73,6 +73,9 @@ Workload parse_graph_workload(const json& doc, const std::string& file) {
   w.variant = graph->mode;
   if (!graph->inputs.empty()) w.dtype = graph->ops.back().out.dtype;
   w.shape = graph->find(graph->outputs.front())->shape;
+  // Every core runs the graph (SPMD).
+  w.cores = std::max<uint32_t>(1, graph->cores);
+  w.chips = graph->chips;
   w.graph = std::move(graph);
   if (doc.contains("seed")) {
     if (!doc["seed"].is_number_unsigned()) {

@@ -58,6 +58,7 @@ SimulationResult simulate(const std::vector<const isa::Program*>& programs,
   std::unique_ptr<CollectiveModule> collectives;
   if (collective_instructions > 0) {
     collectives = std::make_unique<CollectiveModule>("collectives", arch, cores, chips, sink);
+    collectives->attach_memory(memory_module);
   }
   std::vector<std::unique_ptr<NeuronCore>> nc;
   for (uint32_t c = 0; c < cores; ++c) {

@@ -546,6 +546,7 @@ CollectiveTiming CollectiveFabric::schedule(const CollectiveRequest& request,
   // bytes over its rate, and the step's data is moved when its busiest resource has served all.
   std::vector<double> load(resources_.size(), 0.0);
   std::vector<uint32_t> touched;
+  std::vector<double> sent(request.ranks.size(), 0.0);
   auto add = [&](uint32_t r, double bytes, double rate) {
     if (bytes <= 0) return;
     if (load[r] == 0) touched.push_back(r);
@@ -563,6 +564,7 @@ CollectiveTiming CollectiveFabric::schedule(const CollectiveRequest& request,
       // The sender's engines move the data; a reduction (read-add-write in the "DMA collective
       // compute engines") runs at cc.reduce_fraction of a copy and also reads the destination.
       add(dma, x.bytes, resources_[dma].bytes_per_ps * (x.reduce ? reduce : 1.0));
+      sent[x.from] += x.bytes;
       add(stack_index(a.chip, a.core), x.bytes, stack_rate);
       add(stack_index(b.chip, b.core), x.bytes * (x.reduce ? 2 : 1), stack_rate);
       for (const uint32_t l : links) add(l, x.bytes, resources_[l].bytes_per_ps);
@@ -593,6 +595,11 @@ CollectiveTiming CollectiveFabric::schedule(const CollectiveRequest& request,
       load[r] = 0;
     }
     now = start + longest + static_cast<int64_t>(most_hops) * hop;
+    for (uint32_t r = 0; r < sent.size(); ++r) {
+      const auto bytes = static_cast<uint64_t>(std::llround(sent[r]));
+      if (bytes > 0) t.traffic.push_back({Picoseconds(start), r, bytes});
+      sent[r] = 0;
+    }
   }
   t.end = Picoseconds(now);
   t.link_bytes = static_cast<uint64_t>(std::llround(link_bytes));

@@ -45,6 +45,16 @@ struct CollectiveTiming {
   uint32_t steps = 0;
   uint64_t link_bytes = 0;  // bytes that crossed NeuronLinks between chips, once per link crossed
   uint32_t channels = 1;    // concurrent edge-disjoint rings (ring and hierarchical), else 1
+  // What each rank's DMA engines move in each step, for the memory system to carry alongside
+  // the kernels' own transfers (docs/chip.md, "Collective traffic and the kernel's DMA"): the
+  // step's data start (after its fixed cost), the rank (index into the request's ranks) and
+  // the bytes it sends in that step. In step order; ranks that send nothing are left out.
+  struct RankTraffic {
+    Picoseconds at;
+    uint32_t rank = 0;
+    uint64_t bytes = 0;
+  };
+  std::vector<RankTraffic> traffic;
 };
 
 // The algorithms, named as the profiler's CcOp.algorithm names them.

@@ -14,7 +14,7 @@ DetailedMemoryModel::DetailedMemoryModel(const config::ArchConfig& arch, uint32_
   engines_.resize(static_cast<size_t>(cores_) * arch.dma_engines);
   for (size_t e = 0; e < engines_.size(); ++e) {
     engines_[e].core = static_cast<uint32_t>(e / arch.dma_engines);
-    engines_[e].queues.resize(arch.dma_queues_per_engine);
+    engines_[e].queues.resize(hw_queue(arch.dma_queues) + 1);
   }
   chunks_.resize(engines_.size() * std::max(1u, arch.dma_engine_outstanding_chunks));
   for (size_t c = 0; c < chunks_.size(); ++c) {
@@ -63,7 +63,7 @@ void DetailedMemoryModel::wake(uint32_t engine, Picoseconds now) {
 void DetailedMemoryModel::on_ready(uint32_t id, Picoseconds now) {
   DmaTransfer& t = book_[id];
   const DmaPlan& plan = *t.plan;
-  const uint16_t hw_queue = static_cast<uint16_t>(t.queue % arch_.dma_queues_per_engine);
+  const uint32_t queue = hw_queue(t.queue);
   for (uint32_t i = 0; i < plan.engines; ++i) {
     const uint32_t first = i * plan.partitions_per_engine;
     if (first >= plan.partitions) break;
@@ -83,7 +83,7 @@ void DetailedMemoryModel::on_ready(uint32_t id, Picoseconds now) {
     }
     const uint32_t engine =
         t.core * arch_.dma_engines + (plan.first_engine + i) % arch_.dma_engines;
-    IndexList& q = engines_[engine].queues[hw_queue];
+    IndexList& q = engines_[engine].queues[queue];
     if (q.tail == kNone) {
       q.head = pid;
     } else {

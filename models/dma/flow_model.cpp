@@ -30,7 +30,7 @@ FlowMemoryModel::FlowMemoryModel(const config::ArchConfig& arch, uint32_t cores,
 
   const size_t engines = static_cast<size_t>(cores_) * arch.dma_engines;
   engines_.resize(engines);
-  for (auto& e : engines_) e.queues.resize(std::max(1u, arch.dma_queues_per_engine));
+  for (auto& e : engines_) e.queues.resize(hw_queue(arch.dma_queues) + 1);
   flows_.reserve(engines * 16);  // grown as needed: flows are reused once finished
   events_.reserve(1024);
   const size_t channels = static_cast<size_t>(hbm_.stacks()) * channels_;
@@ -154,7 +154,7 @@ void FlowMemoryModel::spread(const DmaTransfer& t, bool write, uint64_t first, u
 void FlowMemoryModel::on_ready(uint32_t id, Picoseconds now) {
   const DmaTransfer& t = book_[id];
   const DmaPlan& plan = *t.plan;
-  const uint32_t hw_queue = t.queue % std::max(1u, arch_.dma_queues_per_engine);
+  const uint32_t queue = hw_queue(t.queue);
   const bool reads = plan.reads_hbm, writes = plan.writes_hbm;
   const uint32_t engines = static_cast<uint32_t>(engines_.size());
   const uint32_t first_channel = 2 * engines + (t.core / cores_per_stack_) * channels_;
@@ -234,7 +234,7 @@ void FlowMemoryModel::on_ready(uint32_t id, Picoseconds now) {
         }
       }
     }
-    IndexList& q = engines_[flow.engine].queues[hw_queue];
+    IndexList& q = engines_[flow.engine].queues[queue];
     ++parts;
     if (q.tail == kNone) {
       q.head = q.tail = fid;
@@ -277,7 +277,7 @@ void FlowMemoryModel::finish(uint32_t f, Picoseconds now) {
   active_.pop_back();
   changed_ = true;
   // The next part of its (engine, hardware queue) starts.
-  IndexList& q = engine.queues[t.queue % std::max(1u, arch_.dma_queues_per_engine)];
+  IndexList& q = engine.queues[hw_queue(t.queue)];
   q.head = flow.next;
   if (q.head == kNone) {
     q.tail = kNone;

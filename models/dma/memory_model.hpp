@@ -14,6 +14,7 @@
 // (models/systemc/memory_system_module.hpp) delivers completions and raises the semaphores.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <memory>
 #include <string_view>
@@ -67,6 +68,16 @@ class MemoryModel {
   // The DRAM-side counters of the model that ran (the flow model keeps bytes and bus time only).
   virtual const HbmCounters& hbm_counters() const = 0;
   uint32_t cores() const { return cores_; }
+  // The queue collectives' traffic travels on (models/systemc/collective_module.hpp): one past
+  // the program's queues, with a hardware queue of its own on every engine (the collective
+  // engines' DMA rings), so it shares the engines and HBM with the kernel's transfers without
+  // waiting behind them in a queue.
+  uint16_t collective_queue() const { return static_cast<uint16_t>(arch_.dma_queues); }
+  // The hardware queue of each engine a transfer on `queue` uses.
+  uint32_t hw_queue(uint32_t queue) const {
+    const uint32_t per_engine = std::max(1u, arch_.dma_queues_per_engine);
+    return queue == arch_.dma_queues ? per_engine : queue % per_engine;
+  }
   // Busy time of DMA engine `engine` of `core`, for statistics.
   virtual Picoseconds engine_busy(uint32_t core, uint32_t engine) const = 0;
 

@@ -3,7 +3,8 @@
 namespace trnsim::models {
 
 TransferBook::TransferBook(const config::ArchConfig& arch, uint32_t cores, size_t max_transfers)
-    : queues_(std::max(arch.dma_queues, 1u)) {
+    // The program's queues and the collectives' (MemoryModel::collective_queue).
+    : queues_(arch.dma_queues + 1) {
   // Grown as needed up to the transfers in flight at once (ids are reused): only the count's
   // order of magnitude is reserved.
   transfers_.reserve(std::min<size_t>(max_transfers, 4096));

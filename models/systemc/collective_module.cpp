@@ -43,6 +43,11 @@ CollectiveModule::CollectiveModule(sc_core::sc_module_name name, const config::A
   SC_THREAD(run);
 }
 
+void CollectiveModule::attach_memory(MemorySystemModule& memory) {
+  memory_system_ = &memory;
+  memory.on_collective_done([this](uint32_t tag) { traffic_done(tag); });
+}
+
 void CollectiveModule::attach(uint32_t core, SemaphoreFile* semaphores, isa::MemoryImage* memory) {
   semaphores_[core] = semaphores;
   memories_[core] = memory;
@@ -119,6 +124,22 @@ void CollectiveModule::trigger(uint32_t core, const isa::Instruction& in) {
     return;
   }
   due_.emplace(p.timing.end.value, Due{key, false, {}});
+  if (memory_system_ != nullptr) {
+    for (const CollectiveTiming::RankTraffic& t : p.timing.traffic) {
+      const uint32_t tag = next_tag_++;
+      auto x = std::make_unique<Traffic>();
+      x->key = key;
+      x->core = p.first_core + t.rank;
+      x->bytes = t.bytes;
+      traffic_.emplace(tag, std::move(x));
+      // Submitted so that, on idle engines, its data starts when the fabric's step does: the
+      // DMA's start latency and setup are part of the step's fixed cost (cc.step_ns).
+      const Picoseconds lead =
+          from_ns(arch_.dma_start_latency_ns) + from_ns(arch_.dma_transfer_setup_ns);
+      traffic_due_.emplace(std::max(t.at.value - lead.value, now().value), tag);
+      ++p.traffic_open;
+    }
+  }
   scheduled_.notify(sc_core::SC_ZERO_TIME);
 }
 
@@ -204,21 +225,60 @@ void CollectiveModule::complete_pair(const PairKey& key) {
   ended_.notify(sc_core::SC_ZERO_TIME);
 }
 
+void CollectiveModule::submit_traffic(uint32_t tag) {
+  Traffic& t = *traffic_.at(tag);
+  const isa::Instruction& in = *pending_.at(t.key).by_rank[t.core - t.key.second];
+  // The bytes as 128 partitions of fp32 (or fewer partitions for a small step), read from the
+  // rank's input and written at its output: the rank's own HBM stack, by its 16 DMA engines.
+  const uint64_t words = std::max<uint64_t>(1, (t.bytes + 3) / 4);
+  const auto partitions = static_cast<uint32_t>(std::min<uint64_t>(128, words));
+  const auto row = static_cast<int64_t>((words + partitions - 1) / partitions);
+  t.dma.opcode = isa::Opcode::dma_copy;
+  t.dma.engine = in.engine;
+  t.dma.dma_queue = memory_system_->collective_queue();
+  t.dma.src[0] = isa::hbm_ap(isa::DType::fp32, in.src[0].offset, partitions, row,
+                             {isa::Dim{1, static_cast<uint32_t>(row)}});
+  t.dma.dst = isa::hbm_ap(isa::DType::fp32, in.dst.offset, partitions, row,
+                          {isa::Dim{1, static_cast<uint32_t>(row)}});
+  t.plan = plan_transfer(t.dma, arch_);
+  memory_system_->submit_collective(t.core, t.dma, t.plan, tag);
+}
+
+void CollectiveModule::traffic_done(uint32_t tag) {
+  const auto found = traffic_.find(tag);
+  const Key key = found->second->key;
+  traffic_.erase(found);
+  Pending& p = pending_.at(key);
+  // The collective ends when the fabric has moved its data and the memory system has carried
+  // every step's traffic, whichever comes later.
+  if (--p.traffic_open == 0 && p.fabric_done) complete(key);
+}
+
 void CollectiveModule::run() {
   for (;;) {
-    while (due_.empty()) wait(scheduled_);
-    const auto it = due_.begin();
-    if (it->first > now().value) {
-      wait(to_sc_time(Picoseconds(it->first) - now()), scheduled_);
+    while (due_.empty() && traffic_due_.empty()) wait(scheduled_);
+    const int64_t next_end = due_.empty() ? kNever : due_.begin()->first;
+    const int64_t next_traffic = traffic_due_.empty() ? kNever : traffic_due_.begin()->first;
+    const int64_t next = std::min(next_end, next_traffic);
+    if (next > now().value) {
+      wait(to_sc_time(Picoseconds(next) - now()), scheduled_);
       continue;
     }
-    const Due due = it->second;
-    due_.erase(it);
+    if (next_traffic <= now().value) {
+      const uint32_t tag = traffic_due_.begin()->second;
+      traffic_due_.erase(traffic_due_.begin());
+      submit_traffic(tag);
+      continue;
+    }
+    const Due due = due_.begin()->second;
+    due_.erase(due_.begin());
     if (due.pair) {
       complete_pair(due.pair_key);
-    } else {
-      complete(due.key);
+      continue;
     }
+    Pending& p = pending_.at(due.key);
+    p.fabric_done = true;
+    if (p.traffic_open == 0) complete(due.key);
   }
 }
 
@@ -308,7 +368,7 @@ void CollectiveModule::complete(Key key) {
   rec.first_trigger = p.first_trigger;
   rec.triggered = p.triggered;
   rec.start = p.timing.start;
-  rec.end = p.timing.end;
+  rec.end = now();
   sink_.on_collective(rec);
   pending_.erase(found);
   ended_.notify(sc_core::SC_ZERO_TIME);

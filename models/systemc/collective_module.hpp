@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -17,6 +18,7 @@
 #include "isa/semantics.hpp"
 #include "models/collective/fabric.hpp"
 #include "models/records/records.hpp"
+#include "models/systemc/memory_system_module.hpp"
 #include "models/systemc/semaphore_file.hpp"
 
 namespace trnsim::models {
@@ -29,6 +31,10 @@ class CollectiveModule : public sc_core::sc_module {
   CollectiveModule(sc_core::sc_module_name name, const config::ArchConfig& arch, uint32_t cores,
                    uint32_t chips, EventSink& sink);
 
+  // The memory system that carries the collectives' traffic next to the kernels' transfers
+  // (docs/chip.md, "Collective traffic and the kernel's DMA"), before the run. Without one (the
+  // rendezvous tests) a collective takes the fabric's time alone.
+  void attach_memory(MemorySystemModule& memory);
   // Core `core`'s semaphores and memory image (nullptr: timing only), before the run.
   void attach(uint32_t core, SemaphoreFile* semaphores, isa::MemoryImage* memory);
   // `core`'s engine finished triggering `in` now: its next collective.
@@ -54,6 +60,17 @@ class CollectiveModule : public sc_core::sc_module {
     Picoseconds first_trigger;
     Picoseconds triggered;
     CollectiveTiming timing;
+    uint32_t traffic_open = 0;  // its transfers in the memory system not yet completed
+    bool fabric_done = false;   // the fabric's end has passed
+  };
+  // One step's transfer of one rank in the memory system: a DMA copy within the rank's HBM of
+  // the bytes it sends (the plan points into it, so it lives until it completes).
+  struct Traffic {
+    Key key;
+    uint32_t core = 0;
+    uint64_t bytes = 0;
+    isa::Instruction dma;
+    DmaPlan plan;
   };
   // A send/recv pair: the k-th send from core `from` to core `to` and the k-th recv on `to`
   // from `from` (counted apart from the group collectives).
@@ -81,6 +98,8 @@ class CollectiveModule : public sc_core::sc_module {
   void run();
   void fail(const std::string& why);
   void complete(Key key);
+  void submit_traffic(uint32_t tag);
+  void traffic_done(uint32_t tag);
   void move_data(const Pending& p);
   CollectiveRequest request_for(const isa::Instruction& in, uint32_t first_core) const;
 
@@ -97,6 +116,10 @@ class CollectiveModule : public sc_core::sc_module {
   std::map<PairKey, PairPending> pairs_;
   std::map<std::pair<uint32_t, uint32_t>, uint32_t> sends_, recvs_;  // (from, to) -> next k
   std::multimap<int64_t, Due> due_;                                  // end time (ps) -> collective
+  MemorySystemModule* memory_system_ = nullptr;
+  std::map<uint32_t, std::unique_ptr<Traffic>> traffic_;  // by tag
+  std::multimap<int64_t, uint32_t> traffic_due_;          // submit time (ps) -> tag
+  uint32_t next_tag_ = 0;
   sc_core::sc_event scheduled_, ended_;
   std::string error_;
 };

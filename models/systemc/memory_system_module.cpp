@@ -15,6 +15,12 @@ void MemorySystemModule::submit(uint32_t core, const isa::Instruction& dma, cons
   submitted_.notify(sc_core::SC_ZERO_TIME);
 }
 
+void MemorySystemModule::submit_collective(uint32_t core, const isa::Instruction& dma,
+                                           const DmaPlan& plan, uint32_t tag) {
+  memory_.submit(core, dma, plan, tag, now());
+  submitted_.notify(sc_core::SC_ZERO_TIME);
+}
+
 void MemorySystemModule::run() {
   size_t next = 0;  // first completion not yet delivered
   for (;;) {
@@ -42,6 +48,10 @@ void MemorySystemModule::run() {
 
 void MemorySystemModule::deliver(uint32_t id) {
   const DmaTransfer& t = memory_.transfer(id);
+  if (t.queue == memory_.collective_queue()) {
+    collective_done_(t.index);
+    return;
+  }
   CoreEndpoints& core = cores_[t.core];
   if (core.memory != nullptr) isa::execute(*t.instruction, *core.memory);
   core.semaphores->apply(

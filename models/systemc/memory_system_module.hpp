@@ -12,6 +12,7 @@
 
 #include <systemc>
 
+#include <functional>
 #include <vector>
 
 #include "isa/program.hpp"
@@ -42,6 +43,15 @@ class MemorySystemModule : public sc_core::sc_module {
   void set_kernel(uint32_t core, uint32_t kernel) { cores_[core].kernel = kernel; }
   // A DMA trigger completed now on `core`'s engine.
   void submit(uint32_t core, const isa::Instruction& dma, const DmaPlan& plan, uint32_t index);
+  // Collective traffic (models/systemc/collective_module.hpp): a transfer on the collectives'
+  // queue that moves no data and raises no semaphore; when it completes, `done(tag)` is called.
+  // Not counted in outstanding().
+  void submit_collective(uint32_t core, const isa::Instruction& dma, const DmaPlan& plan,
+                         uint32_t tag);
+  uint16_t collective_queue() const { return memory_.collective_queue(); }
+  void on_collective_done(std::function<void(uint32_t tag)> done) {
+    collective_done_ = std::move(done);
+  }
   // Transfers of `core` submitted and not yet delivered; delivered() fires on every delivery.
   uint64_t outstanding(uint32_t core) const { return outstanding_[core]; }
   sc_core::sc_event& delivered() { return delivered_; }
@@ -54,6 +64,7 @@ class MemorySystemModule : public sc_core::sc_module {
   EventSink& sink_;
   std::vector<CoreEndpoints> cores_;
   std::vector<uint64_t> outstanding_;
+  std::function<void(uint32_t)> collective_done_;
   sc_core::sc_event submitted_;
   sc_core::sc_event delivered_;
 };

@@ -35,6 +35,25 @@ std::vector<std::string> plot_metrics();
 // workload file with the key replaced, written in the point's directory.
 const std::vector<std::string>& workload_axes();
 bool is_workload_axis(const std::string& name);
+// Keys of an NKI kernel (a .py workload, docs/nki.md) a sweep may vary: "kernel.lnc" (the
+// child's --lnc, physical cores per logical core) and "kernel.grid" (its --grid, one dimension).
+const std::vector<std::string>& kernel_axes();
+bool is_kernel_axis(const std::string& name);
+// A varied key that is no arch parameter (a workload or kernel axis).
+inline bool is_key_axis(const std::string& name) {
+  return is_workload_axis(name) || is_kernel_axis(name);
+}
+// The unit results.json and the plot give a varied key.
+std::string axis_unit(const std::string& name);
+
+// How the sweep runs its NKI kernels (.py workloads): the sweep file's "kernel" object.
+struct KernelSpec {
+  std::string name;                 // the nki.jit function (--kernel)
+  std::vector<std::string> inputs;  // NAME=SHAPE[:DTYPE] or NAME=FILE.npy (the path absolute)
+  std::vector<std::string> npy;     // the .npy files among them, for --resume
+  std::string grid;                 // --grid ("8", "2,2"); empty: no grid
+  std::string lnc;                  // --lnc ("1", "2"); empty: 1
+};
 
 struct Axis {
   std::vector<std::string> params;               // one for a grid axis, several for a zip group
@@ -52,6 +71,11 @@ struct SweepSpec {
   std::vector<std::string> workload_paths;  // absolute, for the runs
   // Per workload: each workload axis's value in the file itself (its base), e.g. cores 1.
   std::vector<std::map<std::string, std::string>> workload_values;
+  std::vector<bool> python;  // per workload: an NKI kernel (.py), run with `kernel`
+  KernelSpec kernel;
+  // Where in the sweep file each kernel-axis value is ("kernel.lnc=2" -> "/grid/kernel.lnc/1"),
+  // for a point the value does not suit.
+  std::map<std::string, std::string> kernel_value_at;
   std::string arch;                     // as written
   std::string arch_arg;                 // the runs' --arch: a preset or an absolute path
   config::ArchSpec base;                // the base arch with the fixed sets applied
@@ -73,6 +97,9 @@ struct Point {
   // Varied workload keys (workload axes without their "workload." prefix) and their values;
   // empty when the point runs the workload file as it is.
   std::vector<std::pair<std::string, std::string>> workload_sets;
+  // An NKI kernel's --lnc and --grid at this point ("lnc", "2"), the kernel object's unless
+  // varied; empty for other workloads.
+  std::vector<std::pair<std::string, std::string>> kernel_sets;
   json definition;  // what the point is, to know a finished one on --resume
 };
 

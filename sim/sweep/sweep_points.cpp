@@ -76,7 +76,7 @@ json make_row(const SweepSpec& s, const Point& p, int exit_code, const std::stri
   for (const std::string& set : p.sets) config::set_parameter(c, set);
   for (size_t k = 0; k < s.varied.size(); ++k) {
     const std::string& name = s.varied[k];
-    if (is_workload_axis(name)) {
+    if (is_key_axis(name)) {
       params[name] = std::stoull(p.values[k]);
       continue;
     }
@@ -312,6 +312,15 @@ std::map<size_t, json> run_points(const SweepSpec& s, const std::vector<Point>& 
         // A point's results are its row; a page per point would only cost time and disk.
         "--no-report"};
     if (timing_only) args.push_back("--timing-only");
+    if (s.python[p.workload]) {
+      // An NKI kernel: the sweep file's "kernel" object, with this point's --lnc and --grid.
+      std::string lnc = s.kernel.lnc, grid = s.kernel.grid;
+      for (const auto& [key, value] : p.kernel_sets) (key == "lnc" ? lnc : grid) = value;
+      args.insert(args.end(), {"--kernel", s.kernel.name});
+      for (const std::string& in : s.kernel.inputs) args.insert(args.end(), {"--input", in});
+      if (!grid.empty()) args.insert(args.end(), {"--grid", grid});
+      if (!lnc.empty()) args.insert(args.end(), {"--lnc", lnc});
+    }
     for (const std::string& set : p.sets) {
       args.push_back("--set");
       args.push_back(set);

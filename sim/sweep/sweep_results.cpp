@@ -80,9 +80,7 @@ std::string csv_text(const SweepSpec& s, const std::vector<json>& rows) {
 
 json results_json(const SweepSpec& s, bool timing_only, const std::vector<json>& rows) {
   json units = json::object();
-  for (const std::string& name : s.varied)
-    units[name] = is_workload_axis(name) ? name.substr(name.find('.') + 1)
-                                         : std::string(config::find_parameter(name)->unit);
+  for (const std::string& name : s.varied) units[name] = axis_unit(name);
   return {{"trnsim_version", kVersion},
           {"sweep", s.name},
           {"description", s.description},

@@ -3,9 +3,11 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cctype>
 #include <filesystem>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <tuple>
 
 #include "base/json.hpp"
 #include "base/names.hpp"
@@ -13,6 +15,7 @@
 #include "config/parameters.hpp"
 #include "sim/io/input_file.hpp"
 #include "sim/run/load.hpp"
+#include "sim/run/nki_kernel.hpp"
 #include "sim/sweep/sweep_internal.hpp"
 #include "workloads/workload.hpp"
 
@@ -56,12 +59,33 @@ bool is_workload_axis(const std::string& name) {
   return std::find(n.begin(), n.end(), name) != n.end();
 }
 
+const std::vector<std::string>& kernel_axes() {
+  static const std::vector<std::string> names = {"kernel.lnc", "kernel.grid"};
+  return names;
+}
+
+bool is_kernel_axis(const std::string& name) {
+  const auto& n = kernel_axes();
+  return std::find(n.begin(), n.end(), name) != n.end();
+}
+
+std::string axis_unit(const std::string& name) {
+  if (name == "kernel.lnc") return "physical cores";
+  if (name == "kernel.grid") return "instances";
+  if (is_workload_axis(name)) return name.substr(name.find('.') + 1);
+  return std::string(config::find_parameter(name)->unit);
+}
+
 namespace {
 
 constexpr size_t kMaxPoints = 100000;
+// The largest launch grid a sweep's kernel.grid may give (instances, traced one by one).
+constexpr uint64_t kMaxGrid = 4096;
 
-const std::vector<std::string> kSweepKeys = {"name", "description", "workloads",   "arch", "set",
-                                             "grid", "zip",         "timing_only", "plot"};
+const std::vector<std::string> kSweepKeys = {"name",        "description", "workloads", "arch",
+                                             "kernel",      "set",         "grid",      "zip",
+                                             "timing_only", "plot"};
+const std::vector<std::string> kKernelKeys = {"name", "inputs", "grid", "lnc"};
 const std::vector<std::string> kPlotKeys = {"x", "y", "log_x", "log_y", "title"};
 
 // A bad sweep file: "FILE: WHERE: WHAT".
@@ -120,6 +144,120 @@ std::string resolve(const std::string& path, const std::string& sweep_file) {
   return p.lexically_normal().string();
 }
 
+// The sweep file's "kernel" object: how its NKI kernels (.py workloads) run.
+void parse_kernel(SweepSpec& s, const ordered_json& k, const std::string& file) {
+  if (!k.is_object()) {
+    fail(file, "/kernel",
+         fmt::format("expected an object: name, inputs, grid, lnc; got {}", k.type_name()));
+  }
+  check_keys(k, kKernelKeys, file, "/kernel");
+  if (!k.contains("name")) {
+    fail(file, "/kernel/name", "missing; expected the nki.jit function to run (--kernel)");
+  }
+  if (!k["name"].is_string() || k["name"].get<std::string>().empty()) {
+    fail(file, "/kernel/name", "expected the name of the nki.jit function to run (--kernel)");
+  }
+  s.kernel.name = k["name"].get<std::string>();
+
+  // Inputs: {"NAME": "SPEC"} or ["NAME=SPEC"]; SPEC is SHAPE[:DTYPE] or a .npy file.
+  std::vector<std::tuple<std::string, std::string, std::string>> inputs;  // where, name, spec
+  if (k.contains("inputs")) {
+    const ordered_json& in = k["inputs"];
+    const char* expected =
+        "expected {\"NAME\": \"SHAPE[:DTYPE]\" or \"FILE.npy\"} or a list of "
+        "\"NAME=SHAPE[:DTYPE]\"";
+    if (in.is_object()) {
+      for (const auto& item : in.items()) {
+        const std::string where = "/kernel/inputs/" + item.key();
+        if (!item.value().is_string()) {
+          fail(file, where,
+               fmt::format("expected \"SHAPE[:DTYPE]\" (e.g. \"128x512:bfloat16\") or "
+                           "\"FILE.npy\", got {}",
+                           item.value().dump()));
+        }
+        inputs.emplace_back(where, item.key(), item.value().get<std::string>());
+      }
+    } else if (in.is_array()) {
+      for (size_t i = 0; i < in.size(); ++i) {
+        const std::string where = fmt::format("/kernel/inputs/{}", i);
+        const std::string text = in[i].is_string() ? in[i].get<std::string>() : std::string();
+        const size_t eq = text.find('=');
+        if (eq == std::string::npos || eq == 0) {
+          fail(file, where,
+               fmt::format("expected \"NAME=SHAPE[:DTYPE]\" or \"NAME=FILE.npy\", got {}",
+                           in[i].dump()));
+        }
+        inputs.emplace_back(where, text.substr(0, eq), text.substr(eq + 1));
+      }
+    } else {
+      fail(file, "/kernel/inputs", fmt::format("{}, got {}", expected, in.type_name()));
+    }
+  }
+  for (const auto& [where, name, spec] : inputs) {
+    if (spec.size() > 4 && spec.compare(spec.size() - 4, 4, ".npy") == 0) {
+      const std::string path = resolve(spec, file);
+      try {
+        (void)read_input_file(path, "an input array");
+      } catch (const InputError& e) {
+        fail(file, where, e.what());
+      }
+      s.kernel.inputs.push_back(name + "=" + path);
+      s.kernel.npy.push_back(path);
+      continue;
+    }
+    // SHAPE[:DTYPE]: sizes joined by x; the dtype's name is the tracer's to check.
+    const std::string shape = spec.substr(0, spec.find(':'));
+    bool ok = !shape.empty() && shape.front() != 'x' && shape.back() != 'x' &&
+              (spec.find(':') == std::string::npos || spec.find(':') + 1 < spec.size());
+    for (size_t i = 0; i < shape.size() && ok; ++i) {
+      ok = std::isdigit(static_cast<unsigned char>(shape[i])) ||
+           (shape[i] == 'x' && shape[i + 1] != 'x');
+    }
+    if (!ok) {
+      fail(file, where,
+           fmt::format("{}: expected SHAPE[:DTYPE], sizes joined by x (e.g. 128x512 or "
+                       "128x512:bfloat16), or a .npy file",
+                       spec));
+    }
+    s.kernel.inputs.push_back(name + "=" + spec);
+  }
+
+  // The grid: a number of instances, or a list of them per dimension.
+  auto positive = [](const ordered_json& v) {
+    return v.is_number_unsigned() && v.get<uint64_t>() >= 1 && v.get<uint64_t>() <= kMaxGrid;
+  };
+  if (k.contains("grid")) {
+    const ordered_json& g = k["grid"];
+    const std::string expected = fmt::format(
+        "expected the launch grid: a positive integer (at most {}) or a list of "
+        "them, one per dimension",
+        kMaxGrid);
+    if (positive(g)) {
+      s.kernel.grid = g.dump();
+    } else if (g.is_array() && !g.empty() && g.size() <= 3) {
+      for (size_t i = 0; i < g.size(); ++i) {
+        if (!positive(g[i])) {
+          fail(file, fmt::format("/kernel/grid/{}", i),
+               fmt::format("{}, got {}", expected, g[i].dump()));
+        }
+        s.kernel.grid += (i ? "," : "") + g[i].dump();
+      }
+    } else {
+      fail(file, "/kernel/grid", fmt::format("{}, got {}", expected, g.dump()));
+    }
+  }
+  if (k.contains("lnc")) {
+    const ordered_json& l = k["lnc"];
+    if (!l.is_number_unsigned() || (l.get<uint64_t>() != 1 && l.get<uint64_t>() != 2)) {
+      fail(file, "/kernel/lnc",
+           fmt::format("expected 1 or 2 (physical cores per logical core, as the Neuron SDK "
+                       "groups them), got {}",
+                       l.dump()));
+    }
+    s.kernel.lnc = l.dump();
+  }
+}
+
 }  // namespace
 
 SweepSpec parse_sweep(const std::string& file) {
@@ -168,8 +306,19 @@ SweepSpec parse_sweep(const std::string& file) {
     }
     const std::string as_written = entry.get<std::string>();
     const std::string path = resolve(as_written, file);
+    if (std::find(s.workload_paths.begin(), s.workload_paths.end(), path) !=
+        s.workload_paths.end()) {
+      fail(file, where, fmt::format("{} is listed twice", as_written));
+    }
+    s.python.push_back(is_python_kernel(path));
     try {
       const std::string wtext = read_input_file(path);
+      // An NKI kernel is traced by Python at each point; here it need only be readable.
+      if (s.python.back()) {
+        s.workloads.push_back(as_written);
+        s.workload_paths.push_back(path);
+        continue;
+      }
       const bool program =
           path.size() > 5 && (path.compare(path.size() - 5, 5, ".tasm") == 0 ||
                               wtext.find("\"trnsim-program\"") != std::string::npos);
@@ -178,10 +327,6 @@ SweepSpec parse_sweep(const std::string& file) {
       fail(file, where, e.what());
     } catch (const workloads::WorkloadError& e) {
       fail(file, where, e.what());
-    }
-    if (std::find(s.workload_paths.begin(), s.workload_paths.end(), path) !=
-        s.workload_paths.end()) {
-      fail(file, where, fmt::format("{} is listed twice", as_written));
     }
     s.workloads.push_back(as_written);
     s.workload_paths.push_back(path);
@@ -206,9 +351,31 @@ SweepSpec parse_sweep(const std::string& file) {
     fail(file, "/arch", e.what());
   }
 
+  // Where the sweep file lists workload w.
+  auto workload_at = [&](size_t w) {
+    return doc["workloads"].is_string() ? std::string("/workloads")
+                                        : fmt::format("/workloads/{}", w);
+  };
+  const bool any_python = std::find(s.python.begin(), s.python.end(), true) != s.python.end();
+  if (doc.contains("kernel")) {
+    parse_kernel(s, doc["kernel"], file);
+    if (!any_python) {
+      fail(file, "/kernel",
+           "no workload is an NKI kernel (a .py file); \"kernel\" says how to run one");
+    }
+  } else if (any_python) {
+    const size_t w =
+        static_cast<size_t>(std::find(s.python.begin(), s.python.end(), true) - s.python.begin());
+    fail(file, workload_at(w),
+         fmt::format("{} is an NKI kernel: the sweep file needs \"kernel\": {{\"name\": the "
+                     "nki.jit function, \"inputs\": {{\"NAME\": \"SHAPE[:DTYPE]\"}}, "
+                     "\"grid\": G}} (docs/sweeps.md)",
+                     s.workloads[w]));
+  }
+
   std::map<std::string, std::string> where_of;  // parameter -> where it is set or varied
   auto claim = [&](const std::string& name, const std::string& where) {
-    if (!is_workload_axis(name)) (void)checked_parameter(name, file, where);
+    if (!is_key_axis(name)) (void)checked_parameter(name, file, where);
     if (where_of.count(name)) {
       fail(file, where, fmt::format("{} is already set or varied at {}", name, where_of[name]));
     }
@@ -225,6 +392,12 @@ SweepSpec parse_sweep(const std::string& file) {
              fmt::format("{} is a workload key: write it in the workload file, or vary it in "
                          "\"grid\" or \"zip\"",
                          item.key()));
+      }
+      if (is_kernel_axis(item.key())) {
+        fail(file, where,
+             fmt::format("{} is a kernel key: write it in \"kernel\" ({}), or vary it in "
+                         "\"grid\" or \"zip\"",
+                         item.key(), item.key().substr(item.key().find('.') + 1)));
       }
       claim(item.key(), where);
       const std::string v = value_text(item.value(), file, where);
@@ -245,6 +418,25 @@ SweepSpec parse_sweep(const std::string& file) {
     for (size_t i = 0; i < list.size(); ++i) {
       const std::string at = fmt::format("{}/{}", where, i);
       out.push_back(value_text(list[i], file, at));
+      if (is_kernel_axis(name)) {
+        const ordered_json& v = list[i];
+        if (name == "kernel.lnc" &&
+            (!v.is_number_unsigned() || (v.get<uint64_t>() != 1 && v.get<uint64_t>() != 2))) {
+          fail(file, at,
+               fmt::format("kernel.lnc: expected 1 or 2 (physical cores per logical core, as "
+                           "the Neuron SDK groups them), got {}",
+                           v.dump()));
+        }
+        if (name == "kernel.grid" &&
+            (!v.is_number_unsigned() || v.get<uint64_t>() < 1 || v.get<uint64_t>() > kMaxGrid)) {
+          fail(file, at,
+               fmt::format("kernel.grid: expected a positive integer (the launch grid's "
+                           "instances, one dimension, at most {}), got {}",
+                           kMaxGrid, v.dump()));
+        }
+        s.kernel_value_at.emplace(name + "=" + out.back(), at);
+        continue;
+      }
       if (is_workload_axis(name)) {
         const ordered_json& v = list[i];
         if (!v.is_number_unsigned() || v.get<uint64_t>() < 1 || v.get<uint64_t>() > 64) {
@@ -317,32 +509,59 @@ SweepSpec parse_sweep(const std::string& file) {
          "\"zip\")");
   }
   for (const Axis& a : s.axes) s.varied.insert(s.varied.end(), a.params.begin(), a.params.end());
-  // A workload axis needs workloads in the kernel form: their base value is the file's own.
+  // A workload axis needs workloads in the kernel or graph form: their base value is the
+  // file's own. A kernel axis needs NKI kernels: their base value is the "kernel" object's (lnc
+  // 1 when it has none; the grid: the axis's first value when it has none).
   for (size_t w = 0; w < s.workload_paths.size(); ++w) {
     std::map<std::string, std::string> values;
     for (const std::string& name : s.varied) {
-      if (!is_workload_axis(name)) continue;
+      if (!is_key_axis(name)) continue;
+      const std::string where = workload_at(w);
+      if (is_kernel_axis(name)) {
+        if (!s.python[w]) {
+          fail(file, where,
+               fmt::format("{} varies an NKI kernel's {}, which only a .py workload has; {} is "
+                           "not one",
+                           name, name == "kernel.lnc" ? "--lnc" : "--grid", s.workloads[w]));
+        }
+        if (name == "kernel.lnc") {
+          values[name] = s.kernel.lnc.empty() ? "1" : s.kernel.lnc;
+        } else if (s.kernel.grid.empty()) {
+          for (const Axis& a : s.axes) {
+            for (size_t k = 0; k < a.params.size(); ++k) {
+              if (a.params[k] == name) values[name] = a.values.front()[k];
+            }
+          }
+        } else if (s.kernel.grid.find(',') != std::string::npos) {
+          fail(file, "/kernel/grid",
+               fmt::format("the grid {} has several dimensions, but kernel.grid varies one "
+                           "(give \"grid\" as one number, or leave it out)",
+                           s.kernel.grid));
+        } else {
+          values[name] = s.kernel.grid;
+        }
+        continue;
+      }
+      if (s.python[w]) {
+        fail(file, where,
+             fmt::format("{} varies a workload key, which only a workload in the kernel form "
+                         "(\"kernel\": ...) or the graph form has; {} is an NKI kernel (vary "
+                         "kernel.lnc for its cores)",
+                         name, s.workloads[w]));
+      }
       const std::string& path = s.workload_paths[w];
       const std::string wtext = read_input_file(path);
       const bool program =
           path.size() > 5 && (path.compare(path.size() - 5, 5, ".tasm") == 0 ||
                               wtext.find("\"trnsim-program\"") != std::string::npos);
-      const std::string where = fmt::format("/workloads{}", w == 0 && doc["workloads"].is_string()
-                                                                ? std::string()
-                                                                : fmt::format("/{}", w));
       if (program) {
         fail(file, where,
              fmt::format("{} varies a workload key, which only a workload in the kernel form "
-                         "(\"kernel\": ...) has; {} is a program",
+                         "(\"kernel\": ...) or the graph form has; {} is a program",
                          name, s.workloads[w]));
       }
+      // A graph has them too (its "cores" and "chips"; docs/workloads.md).
       const workloads::Workload parsed = workloads::parse_workload(wtext, path);
-      if (parsed.graph != nullptr) {
-        fail(file, where,
-             fmt::format("{} varies a workload key, which only a workload in the kernel form "
-                         "has; {} is a graph",
-                         name, s.workloads[w]));
-      }
       values[name] = std::to_string(name == "workload.cores" ? parsed.cores : parsed.chips);
     }
     s.workload_values.push_back(std::move(values));
@@ -402,6 +621,44 @@ uint64_t fnv1a(const std::string& text) {
   return h;
 }
 
+// An NKI kernel's logical core at point p on `arch`, checked as the tracer checks it
+// (python/trnsim/nki: _check_lnc), so that a sweep the tracer would refuse runs nothing.
+void check_lnc(const SweepSpec& s, const Point& p, const config::ArchConfig& arch,
+               const std::string& lnc, const std::string& grid) {
+  if (lnc == "1") return;
+  // Where the value came from: the axis's value, else the kernel object.
+  auto at = s.kernel_value_at.find("kernel.lnc=" + lnc);
+  std::string where = at != s.kernel_value_at.end() ? at->second : "/kernel/lnc";
+  where += fmt::format(" (point {})", p.id);
+  const uint32_t degree = static_cast<uint32_t>(std::stoul(lnc));
+  if (arch.hbm.cores_per_stack < degree) {
+    fail(s.file, where,
+         fmt::format("lnc={0} on {1}: {1} has no logical cores of {0} physical cores (LNC=2 is "
+                     "Trainium2's: cores that share an HBM stack in pairs, "
+                     "hbm.cores_per_stack={2}; trn1 runs LNC=1)",
+                     lnc, arch.name, arch.hbm.cores_per_stack));
+  }
+  if (arch.chip_cores < degree) {
+    fail(s.file, where,
+         fmt::format("lnc={} but a {} chip has {} NeuronCores", lnc, arch.name, arch.chip_cores));
+  }
+  uint64_t instances = 1;  // a kernel without a grid runs once
+  for (size_t from = 0; !grid.empty() && from <= grid.size();) {
+    size_t comma = grid.find(',', from);
+    if (comma == std::string::npos) comma = grid.size();
+    instances *= std::stoull(grid.substr(from, comma - from));
+    from = comma + 1;
+  }
+  if (grid.empty() || instances % degree != 0) {
+    auto g = s.kernel_value_at.find("kernel.grid=" + grid);
+    fail(s.file,
+         g != s.kernel_value_at.end() ? fmt::format("{} (point {})", g->second, p.id) : where,
+         fmt::format("lnc={} spreads the launch grid's instances over {} physical cores; the "
+                     "grid {} has {} instance(s), not a multiple of {}",
+                     lnc, lnc, grid.empty() ? "(none)" : grid, instances, lnc));
+  }
+}
+
 }  // namespace
 
 // The points in output order: per workload, its added base point (if any), then the grid in
@@ -438,7 +695,7 @@ std::vector<Point> expand(const SweepSpec& s, bool timing_only) {
     for (size_t i = 0; i < block.size() && base_at < 0; ++i) {
       bool same = true;
       for (size_t k = 0; k < s.varied.size() && same; ++k) {
-        if (is_workload_axis(s.varied[k])) {
+        if (is_key_axis(s.varied[k])) {
           same = block[i].values[k] == s.workload_values[w].at(s.varied[k]);
           continue;
         }
@@ -454,10 +711,9 @@ std::vector<Point> expand(const SweepSpec& s, bool timing_only) {
       b.workload = w;
       b.extra_base = true;
       for (const std::string& name : s.varied) {
-        b.values.push_back(
-            is_workload_axis(name)
-                ? s.workload_values[w].at(name)
-                : config::parameter_value_text(*config::find_parameter(name), s.base.config));
+        b.values.push_back(is_key_axis(name) ? s.workload_values[w].at(name)
+                                             : config::parameter_value_text(
+                                                   *config::find_parameter(name), s.base.config));
       }
       block.insert(block.begin(), std::move(b));
       base_at = 0;
@@ -470,14 +726,25 @@ std::vector<Point> expand(const SweepSpec& s, bool timing_only) {
   for (const std::string& path : s.workload_paths) {
     workload_hashes.push_back(fmt::format("{:016x}", fnv1a(read_input_file(path))));
   }
+  std::vector<std::string> npy_hashes;  // the kernel's .npy inputs, read once
+  for (const std::string& f : s.kernel.npy)
+    npy_hashes.push_back(fmt::format("{:016x}", fnv1a(read_input_file(f, "an input array"))));
   // Every point's full --set list, checked as the run will check it.
   for (size_t i = 0; i < points.size(); ++i) {
     Point& p = points[i];
     p.index = i;
     p.id = fmt::format("p{:0{}}", i, points.size() > 1000 ? 5 : 3);
     p.sets = s.fixed_sets;
+    for (size_t k = 0; k < s.varied.size(); ++k) {
+      // "kernel.lnc" -> the kernel's --lnc (the added base point's too: its grid may be none
+      // of the kernel object's)
+      if (is_kernel_axis(s.varied[k])) {
+        p.kernel_sets.emplace_back(s.varied[k].substr(s.varied[k].find('.') + 1), p.values[k]);
+      }
+    }
     if (!p.extra_base) {
       for (size_t k = 0; k < s.varied.size(); ++k) {
+        if (is_kernel_axis(s.varied[k])) continue;
         if (is_workload_axis(s.varied[k])) {
           // "workload.cores" -> the workload's "cores"
           p.workload_sets.emplace_back(s.varied[k].substr(s.varied[k].find('.') + 1), p.values[k]);
@@ -511,6 +778,16 @@ std::vector<Point> expand(const SweepSpec& s, bool timing_only) {
                     {"timing_only", timing_only},
                     {"arch_parameters", params}};
     if (!p.workload_sets.empty()) p.definition["workload_sets"] = p.workload_sets;
+    if (s.python[p.workload]) {
+      std::string lnc = s.kernel.lnc.empty() ? "1" : s.kernel.lnc, grid = s.kernel.grid;
+      for (const auto& [key, value] : p.kernel_sets) (key == "lnc" ? lnc : grid) = value;
+      check_lnc(s, p, arch.config, lnc, grid);
+      p.definition["kernel"] = {{"name", s.kernel.name},
+                                {"inputs", s.kernel.inputs},
+                                {"inputs_fnv1a", npy_hashes},
+                                {"grid", grid},
+                                {"lnc", lnc}};
+    }
   }
   return points;
 }

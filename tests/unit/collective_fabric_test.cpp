@@ -497,3 +497,33 @@ TEST_CASE("send/recv is p2p between exactly two ranks, and p2p is only theirs") 
       collective_request_error(a, request(CollectiveOp::all_reduce, 1024, ranks(1, 2), "p2p")),
       Catch::Contains("send/recv"));
 }
+
+TEST_CASE("a collective's traffic is what each rank sends in each step, at the step's data start") {
+  // The memory system carries it next to the kernels' transfers (docs/chip.md, "Collective
+  // traffic and the kernel's DMA"): a ring all_gather of n over p ranks sends c = n / p per
+  // rank and step, p - 1 steps; an all_reduce twice as many.
+  const ArchConfig a = trn2();
+  const double n = 64.0 * 1024 * 1024;
+  for (const auto& [op, steps] :
+       {std::pair{CollectiveOp::all_gather, 3u}, std::pair{CollectiveOp::all_reduce, 6u}}) {
+    CollectiveTiming t;
+    ns_of(a, request(op, n, ranks(1, 4), "ring"), &t);
+    REQUIRE(t.steps == steps);
+    REQUIRE(t.traffic.size() == 4u * steps);
+    std::vector<double> sent(4, 0.0);
+    Picoseconds previous = t.start;
+    for (const auto& x : t.traffic) {
+      sent[x.rank] += static_cast<double>(x.bytes);
+      // In step order, each after the launch and the step's fixed cost, before the end.
+      CHECK(x.at >= previous);
+      CHECK(x.at.value >= t.start.value + static_cast<int64_t>(a.cc.step_ns * 1000));
+      CHECK(x.at < t.end);
+      previous = x.at;
+    }
+    for (const double s : sent) CHECK(s == Approx(steps * n / 4).epsilon(1e-9));
+  }
+  // One rank sends nothing.
+  CollectiveTiming one;
+  ns_of(a, request(CollectiveOp::all_reduce, n, ranks(1, 1)), &one);
+  CHECK(one.traffic.empty());
+}

@@ -9,6 +9,7 @@
 
 #include "base/names.hpp"
 #include "workloads/kernels/attention.hpp"
+#include "workloads/kernels/collective.hpp"
 #include "workloads/kernels/kernel.hpp"
 #include "workloads/kernels/matmul.hpp"
 
@@ -67,6 +68,10 @@ const std::vector<OpInfo>& op_table() {
       {"cat", OpKind::copy, 1, kMaxCat - 1, {"dim"}},
       {"clone", OpKind::copy, 1, 0, {}},
       {"host", OpKind::host, 0, kMaxHostArgs, {}},
+      {"all_reduce", OpKind::collective, 1, 0, {"reduce_op", "group"}},
+      {"all_gather", OpKind::collective, 1, 0, {"group"}},
+      {"reduce_scatter", OpKind::collective, 1, 0, {"reduce_op", "group"}},
+      {"all_to_all", OpKind::collective, 1, 0, {"group"}},
   };
   return t;
 }
@@ -172,7 +177,7 @@ struct Parser {
 
   void parse_input(const std::string& name, const json& v, const std::string& where,
                    const std::string& dir) {
-    GraphInput in = tensor_spec(name, v, where, dir);
+    GraphInput in = tensor_spec(name, v, where, dir, true);
     add_tensor(in.tensor, where);
     g.inputs.push_back(std::move(in));
   }
@@ -180,10 +185,11 @@ struct Parser {
   // A tensor given by its shape, dtype and values (an input, or a result of an op that runs on
   // the host).
   GraphInput tensor_spec(const std::string& name, const json& v, const std::string& where,
-                         const std::string& dir) const {
+                         const std::string& dir, bool input = false) const {
     if (!v.is_object()) fail(where, fmt::format("expected an object, got {}", v.type_name()));
-    check_keys(v, where, {"shape", "dtype", "init", "npy", "mean", "std", "low", "high"},
-               "an input");
+    std::vector<std::string> keys = {"shape", "dtype", "init", "npy", "mean", "std", "low", "high"};
+    if (input) keys.push_back("per_core");
+    check_keys(v, where, keys, input ? "an input" : "a result of an op run on the host");
     GraphInput in;
     in.where = where;
     in.tensor.name = name;
@@ -229,6 +235,22 @@ struct Parser {
       }
       const std::string p = v["npy"].get<std::string>();
       in.init.path = !p.empty() && p[0] == '/' ? p : dir + p;
+    }
+    if (v.contains("per_core")) {
+      if (!v["per_core"].is_boolean()) fail(where + "/per_core", "expected true or false");
+      in.per_core = v["per_core"].get<bool>();
+      if (in.per_core && g.cores == 0) {
+        fail(where + "/per_core",
+             "per_core gives each of the graph's cores its own values; the graph has no "
+             "\"cores\" key");
+      }
+      if (in.per_core && init != "normal" && init != "uniform") {
+        fail(where + "/per_core",
+             fmt::format("per_core draws each core's values from the seed plus the core's "
+                         "number; init \"{}\" would give every core the same values (expected "
+                         "init \"normal\" or \"uniform\")",
+                         init));
+      }
     }
     return in;
   }
@@ -279,7 +301,7 @@ struct Parser {
     }
     op.kind = info->kind;
     std::vector<std::string> keys = {"op", "args", "out", "name", "mode", "call"};
-    if (op.kind != OpKind::host) keys.push_back("dtype");
+    if (op.kind != OpKind::host && op.kind != OpKind::collective) keys.push_back("dtype");
     keys.insert(keys.end(), info->attrs.begin(), info->attrs.end());
     check_keys(v, where, keys, "op " + op.op);
     if (v.contains("name")) {
@@ -292,7 +314,10 @@ struct Parser {
       }
       op.name = n.get<std::string>();
     }
-    if (op.name.empty()) op.name = aten_name(op.op);
+    if (op.name.empty()) {
+      // torch.distributed's functional collectives (what torch.compile traces) for collectives.
+      op.name = op.kind == OpKind::collective ? "_c10d_functional::" + op.op : aten_name(op.op);
+    }
     if (v.contains("mode")) {
       const json& m = v["mode"];
       if (!m.is_string() || (m != "eager" && m != "compile")) {
@@ -415,6 +440,9 @@ struct Parser {
         break;
       case OpKind::copy:
         parse_copy_op(v, op, x);
+        break;
+      case OpKind::collective:
+        parse_collective_op(v, op, x);
         break;
       case OpKind::host:
         break;
@@ -545,6 +573,50 @@ struct Parser {
       }
     } else {  // clone
       op.out.shape = x.shape;
+    }
+  }
+
+  // all_reduce [x] -> x's shape; all_gather: dimension 0 times the ranks (the ranks' inputs one
+  // after another); reduce_scatter: dimension 0 over the ranks (rank r's part of the reduced
+  // tensor); all_to_all: x's shape, part s of dimension 0 going to rank s.
+  void parse_collective_op(const json& v, GraphOp& op, const GraphTensor& x) {
+    const std::string& where = op.where;
+    if (g.cores == 0) {
+      fail(where, fmt::format("{} runs across the graph's cores; the graph has no \"cores\" key "
+                              "(expected e.g. \"cores\": 8 at the top level)",
+                              op.op));
+    }
+    op.ranks = g.cores;
+    if (v.contains("group")) {
+      const json& gr = v["group"];
+      if (!gr.is_number_unsigned() || gr.get<uint64_t>() < 1 || gr.get<uint64_t>() > 255 ||
+          g.cores % gr.get<uint64_t>() != 0) {
+        fail(where + "/group",
+             fmt::format("expected the cores per group (consecutive cores), dividing the graph's "
+                         "{} cores; got {}",
+                         g.cores, gr.dump()));
+      }
+      op.ranks = static_cast<uint32_t>(gr.get<uint64_t>());
+    }
+    if (v.contains("reduce_op")) {
+      const json& r = v["reduce_op"];
+      if (!r.is_string() || (r != "sum" && r != "max" && r != "min")) {
+        fail(where + "/reduce_op",
+             fmt::format("expected \"sum\", \"max\" or \"min\" (torch.distributed.ReduceOp), "
+                         "got {}",
+                         r.dump()));
+      }
+      op.reduce_op = r.get<std::string>();
+    }
+    op.out.shape = x.shape;
+    if (op.op == "all_gather") {
+      op.out.shape[0] *= op.ranks;
+    } else if (op.op != "all_reduce" && x.shape[0] % op.ranks != 0) {
+      fail(where + "/args/0",
+           fmt::format("{} splits dimension 0 of {} {} over {} ranks; {} is not a multiple of {}",
+                       op.op, x.name, shape_text(x.shape), op.ranks, x.shape[0], op.ranks));
+    } else if (op.op == "reduce_scatter") {
+      op.out.shape[0] /= op.ranks;
     }
   }
 
@@ -724,8 +796,8 @@ bool is_graph_document(const json& doc) {
 }
 
 const std::vector<std::string>& graph_keys() {
-  static const std::vector<std::string> keys = {"name",   "mode", "dtype",   "seed",
-                                                "inputs", "ops",  "outputs", "params"};
+  static const std::vector<std::string> keys = {"name", "mode",    "dtype",  "seed",  "inputs",
+                                                "ops",  "outputs", "params", "cores", "chips"};
   return keys;
 }
 
@@ -750,6 +822,20 @@ Graph parse_graph(const json& doc, const std::string& file) {
     p.g.mode = m.get<std::string>();
   }
   if (doc.contains("dtype")) p.default_dtype = p.dtype(doc["dtype"], "/dtype");
+  for (const char* key : {"cores", "chips"}) {
+    if (!doc.contains(key)) continue;
+    const json& c = doc[key];
+    if (!c.is_number_unsigned() || c.get<uint64_t>() < 1 || c.get<uint64_t>() > 64) {
+      p.fail(fmt::format("/{}", key),
+             fmt::format("expected a positive integer ({}), got {}",
+                         key == std::string("cores") ? "NeuronCores that each run the graph"
+                                                     : "chips the cores spread over",
+                         c.dump()));
+    }
+    (key == std::string("cores") ? p.g.cores : p.g.chips) =
+        static_cast<uint32_t>(c.get<uint64_t>());
+  }
+  if (p.g.chips > 1 && p.g.cores == 0) p.fail("/chips", "expected \"cores\" with \"chips\"");
   p.dir = file.find('/') == std::string::npos ? std::string()
                                               : file.substr(0, file.find_last_of('/') + 1);
   const std::string& dir = p.dir;
@@ -917,175 +1003,233 @@ void gather(const std::vector<double>& x, const std::vector<int64_t>& shape,
 
 }  // namespace
 
+namespace {
+
+// One op of the graph: appends its values to v. The results of an op that runs on the host are
+// the next of `inputs` (from next_given on).
+void evaluate_op(const Graph& g, const GraphOp& op, GraphValues& v,
+                 const std::vector<std::vector<float>>& inputs, size_t& next_given,
+                 const std::vector<std::string>& rounded) {
+  auto get = [&](const std::string& n) -> const std::vector<double>& { return *v.find(n); };
+  if (op.kind == OpKind::view && op.out.name.empty()) return;  // a view op's dispatch
+  if (op.kind == OpKind::host) {
+    for (const GraphInput& r : op.results) {
+      v.names.push_back(r.tensor.name);
+      v.values.emplace_back(inputs[next_given].begin(), inputs[next_given].end());
+      ++next_given;
+    }
+    return;
+  }
+  std::vector<double> out(op.out.elements());
+  const GraphTensor& x0 = *g.find(op.args[0].is_tensor() ? op.args[0].tensor : op.args[1].tensor);
+  if (op.kind == OpKind::unary) {
+    const auto& x = get(op.args[0].tensor);
+    for (size_t i = 0; i < out.size(); ++i) out[i] = unary(op, x[i]);
+  } else if (op.kind == OpKind::binary) {
+    auto operand = [&](const GraphArg& a) -> std::pair<const std::vector<double>*, Broadcaster> {
+      if (!a.is_tensor()) return {nullptr, Broadcaster({1}, op.out.shape)};
+      return {&get(a.tensor), Broadcaster(g.find(a.tensor)->shape, op.out.shape)};
+    };
+    const auto [pa, ba] = operand(op.args[0]);
+    const auto [pb, bb] = operand(op.args[1]);
+    for (uint64_t i = 0; i < out.size(); ++i) {
+      const double a = pa ? (*pa)[ba.index(i)] : op.args[0].number;
+      const double b = pb ? (*pb)[bb.index(i)] : op.args[1].number;
+      out[i] = binary(op.op, a, b);
+    }
+  } else if (op.kind == OpKind::reduction) {
+    const auto& x = get(op.args[0].tensor);
+    const int64_t h = x0.shape.back();
+    for (size_t r = 0; r < out.size(); ++r) {
+      const double* row = &x[r * h];
+      double acc = op.op == "max" ? row[0] : 0.0;
+      for (int64_t i = 0; i < h; ++i) acc = op.op == "max" ? std::max(acc, row[i]) : acc + row[i];
+      out[r] = op.op == "mean" ? acc / static_cast<double>(h) : acc;
+    }
+  } else if (op.kind == OpKind::view || op.op == "clone") {
+    const auto& x = get(op.args[0].tensor);
+    std::copy(x.begin(), x.end(), out.begin());
+  } else if (op.op == "permute") {
+    const std::vector<int64_t> in_stride = strides_of(x0.shape);
+    std::vector<int64_t> stride;
+    for (int64_t d : op.dims) stride.push_back(in_stride[static_cast<size_t>(d)]);
+    gather(get(op.args[0].tensor), op.out.shape, stride, 0, out.data());
+  } else if (op.op == "slice") {
+    std::vector<int64_t> stride = strides_of(x0.shape);
+    const int64_t offset = op.start * stride[static_cast<size_t>(op.dim)];
+    stride[static_cast<size_t>(op.dim)] *= op.step;
+    gather(get(op.args[0].tensor), op.out.shape, stride, offset, out.data());
+  } else if (op.op == "cat") {
+    // Each input fills a slice of the output along dim.
+    const std::vector<int64_t> out_stride = strides_of(op.out.shape);
+    int64_t at = 0;
+    for (const GraphArg& a : op.args) {
+      const GraphTensor& t = *g.find(a.tensor);
+      const auto& x = get(a.tensor);
+      std::vector<int64_t> idx(t.shape.size(), 0);
+      for (double value : x) {
+        int64_t o = at * out_stride[static_cast<size_t>(op.dim)];
+        for (size_t d = 0; d < idx.size(); ++d) o += idx[d] * out_stride[d];
+        out[static_cast<size_t>(o)] = value;
+        for (size_t d = idx.size(); d-- > 0;) {
+          if (++idx[d] < t.shape[d]) break;
+          idx[d] = 0;
+        }
+      }
+      at += t.shape[static_cast<size_t>(op.dim)];
+    }
+  } else if (op.op == "matmul") {
+    const GraphTensor& b = *g.find(op.args[1].tensor);
+    using Mat = Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+    const int64_t m = x0.shape[x0.shape.size() - 2], k = x0.shape.back();
+    const int64_t n = op.out.shape.back();
+    const uint64_t batches = op.out.elements() / static_cast<uint64_t>(m * n);
+    const bool shared_b = b.shape.size() == 2;
+    // A low-precision result sums in fp32 through the library's reference (matmul_reference
+    // says why fp32 sums are exact enough for these dtypes' checks; an operand held in double
+    // here loses at most 2^-24 of itself going to float, as little again): it is tiled and
+    // runs on every host thread, where Eigen's double gemm on one thread was most of a
+    // decoder layer's functional run. An fp32 result sums in double.
+    const bool in_fp32 = op.out.dtype != isa::DType::fp32;
+    using MatF = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+    std::vector<float> fa, fb;
+    for (uint64_t i = 0; i < batches; ++i) {
+      Eigen::Map<const Mat> ma(get(op.args[0].tensor).data() + i * m * k, m, k);
+      const double* bp = get(op.args[1].tensor).data() + (shared_b ? 0 : i * k * n);
+      Eigen::Map<Mat> mc(out.data() + i * m * n, m, n);
+      const auto multiply = [&](const auto& b_kn) {  // B as [K, N]
+        if (!in_fp32) {
+          mc.noalias() = ma * b_kn;
+          return;
+        }
+        fa.resize(static_cast<size_t>(m * k));
+        Eigen::Map<MatF>(fa.data(), m, k) = ma.cast<float>();
+        if (i == 0 || !shared_b) {
+          fb.resize(static_cast<size_t>(k * n));
+          Eigen::Map<MatF>(fb.data(), k, n) = b_kn.template cast<float>();
+        }
+        const std::vector<float> c = matmul_reference(fa, fb, m, k, n, op.out.dtype);
+        mc = Eigen::Map<const MatF>(c.data(), m, n).cast<double>();
+      };
+      if (op.transpose_b) {
+        multiply(Eigen::Map<const Mat>(bp, n, k).transpose());
+      } else {
+        multiply(Eigen::Map<const Mat>(bp, k, n));
+      }
+    }
+  } else if (op.op == "transpose") {
+    const auto& x = get(op.args[0].tensor);
+    const int64_t rows = x0.shape[0], cols = x0.shape[1];
+    for (int64_t r = 0; r < rows; ++r) {
+      for (int64_t c = 0; c < cols; ++c) out[c * rows + r] = x[r * cols + c];
+    }
+  } else if (op.op == "scaled_dot_product_attention") {
+    // The library kernel's reference, head by head; q, k and v are stored in HBM by the
+    // kernels that made them, so they hold dtype-rounded values that fp32 keeps exactly.
+    const int64_t seq = x0.shape[x0.shape.size() - 2], d = x0.shape.back();
+    const int64_t heads = static_cast<int64_t>(out.size()) / (seq * d);
+    auto as_float = [&](const GraphArg& a) {
+      const auto& t = get(a.tensor);
+      return std::vector<float>(t.begin(), t.end());
+    };
+    const std::vector<float> o = attention_reference(
+        as_float(op.args[0]), as_float(op.args[1]), as_float(op.args[2]), heads, seq, d, op.causal);
+    std::copy(o.begin(), o.end(), out.begin());
+  } else {  // softmax, rms_norm, layer_norm: along the last dimension
+    const auto& x = get(op.args[0].tensor);
+    const int64_t h = x0.shape.back();
+    const std::vector<double>* w = op.args.size() > 1 ? &get(op.args[1].tensor) : nullptr;
+    const std::vector<double>* bias = op.args.size() > 2 ? &get(op.args[2].tensor) : nullptr;
+    for (size_t r = 0; r < x.size() / h; ++r) {
+      const double* row = &x[r * h];
+      double* y = &out[r * h];
+      if (op.op == "softmax") {
+        const double m = *std::max_element(row, row + h);
+        double sum = 0;
+        for (int64_t i = 0; i < h; ++i) sum += (y[i] = std::exp(row[i] - m));
+        for (int64_t i = 0; i < h; ++i) y[i] /= sum;
+      } else if (op.op == "rms_norm") {
+        double ss = 0;
+        for (int64_t i = 0; i < h; ++i) ss += row[i] * row[i];
+        const double inv = 1.0 / std::sqrt(ss / static_cast<double>(h) + op.eps);
+        for (int64_t i = 0; i < h; ++i) y[i] = row[i] * inv * (*w)[i];
+      } else {
+        double mean = 0, var = 0;
+        for (int64_t i = 0; i < h; ++i) mean += row[i];
+        mean /= static_cast<double>(h);
+        for (int64_t i = 0; i < h; ++i) var += (row[i] - mean) * (row[i] - mean);
+        const double inv = 1.0 / std::sqrt(var / static_cast<double>(h) + op.eps);
+        for (int64_t i = 0; i < h; ++i) y[i] = (row[i] - mean) * inv * (*w)[i] + (*bias)[i];
+      }
+    }
+  }
+  if (std::find(rounded.begin(), rounded.end(), op.out.name) != rounded.end()) {
+    for (double& d : out) d = isa::round_to(op.out.dtype, static_cast<float>(d));
+  }
+  v.names.push_back(op.out.name);
+  v.values.push_back(std::move(out));
+}
+
+}  // namespace
+
 GraphValues evaluate_graph(const Graph& g, const std::vector<std::vector<float>>& inputs,
                            const std::vector<std::string>& rounded) {
+  if (std::any_of(g.ops.begin(), g.ops.end(),
+                  [](const GraphOp& op) { return op.kind == OpKind::collective; })) {
+    return evaluate_graph_cores(g, {inputs}, rounded).front();  // one rank: copies
+  }
   GraphValues v;
-  const std::vector<const GraphInput*> given = g.given_tensors();
   for (size_t i = 0; i < g.inputs.size(); ++i) {
     v.names.push_back(g.inputs[i].tensor.name);
     v.values.emplace_back(inputs[i].begin(), inputs[i].end());
   }
   size_t next_given = g.inputs.size();
-  auto get = [&](const std::string& n) -> const std::vector<double>& { return *v.find(n); };
+  for (const GraphOp& op : g.ops) evaluate_op(g, op, v, inputs, next_given, rounded);
+  return v;
+}
+
+std::vector<GraphValues> evaluate_graph_cores(
+    const Graph& g, const std::vector<std::vector<std::vector<float>>>& inputs,
+    const std::vector<std::string>& rounded) {
+  const size_t cores = inputs.size();
+  std::vector<GraphValues> v(cores);
+  std::vector<size_t> next_given(cores, g.inputs.size());
+  for (size_t c = 0; c < cores; ++c) {
+    for (size_t i = 0; i < g.inputs.size(); ++i) {
+      v[c].names.push_back(g.inputs[i].tensor.name);
+      v[c].values.emplace_back(inputs[c][i].begin(), inputs[c][i].end());
+    }
+  }
   for (const GraphOp& op : g.ops) {
-    if (op.kind == OpKind::view && op.out.name.empty()) continue;  // a view op's dispatch
-    if (op.kind == OpKind::host) {
-      for (const GraphInput& r : op.results) {
-        v.names.push_back(r.tensor.name);
-        v.values.emplace_back(inputs[next_given].begin(), inputs[next_given].end());
-        ++next_given;
+    if (op.kind != OpKind::collective) {
+      for (size_t c = 0; c < cores; ++c) {
+        evaluate_op(g, op, v[c], inputs[c], next_given[c], rounded);
       }
       continue;
     }
-    std::vector<double> out(op.out.elements());
-    const GraphTensor& x0 = *g.find(op.args[0].is_tensor() ? op.args[0].tensor : op.args[1].tensor);
-    if (op.kind == OpKind::unary) {
-      const auto& x = get(op.args[0].tensor);
-      for (size_t i = 0; i < out.size(); ++i) out[i] = unary(op, x[i]);
-    } else if (op.kind == OpKind::binary) {
-      auto operand = [&](const GraphArg& a) -> std::pair<const std::vector<double>*, Broadcaster> {
-        if (!a.is_tensor()) return {nullptr, Broadcaster({1}, op.out.shape)};
-        return {&get(a.tensor), Broadcaster(g.find(a.tensor)->shape, op.out.shape)};
-      };
-      const auto [pa, ba] = operand(op.args[0]);
-      const auto [pb, bb] = operand(op.args[1]);
-      for (uint64_t i = 0; i < out.size(); ++i) {
-        const double a = pa ? (*pa)[ba.index(i)] : op.args[0].number;
-        const double b = pb ? (*pb)[bb.index(i)] : op.args[1].number;
-        out[i] = binary(op.op, a, b);
-      }
-    } else if (op.kind == OpKind::reduction) {
-      const auto& x = get(op.args[0].tensor);
-      const int64_t h = x0.shape.back();
-      for (size_t r = 0; r < out.size(); ++r) {
-        const double* row = &x[r * h];
-        double acc = op.op == "max" ? row[0] : 0.0;
-        for (int64_t i = 0; i < h; ++i) acc = op.op == "max" ? std::max(acc, row[i]) : acc + row[i];
-        out[r] = op.op == "mean" ? acc / static_cast<double>(h) : acc;
-      }
-    } else if (op.kind == OpKind::view || op.op == "clone") {
-      const auto& x = get(op.args[0].tensor);
-      std::copy(x.begin(), x.end(), out.begin());
-    } else if (op.op == "permute") {
-      const std::vector<int64_t> in_stride = strides_of(x0.shape);
-      std::vector<int64_t> stride;
-      for (int64_t d : op.dims) stride.push_back(in_stride[static_cast<size_t>(d)]);
-      gather(get(op.args[0].tensor), op.out.shape, stride, 0, out.data());
-    } else if (op.op == "slice") {
-      std::vector<int64_t> stride = strides_of(x0.shape);
-      const int64_t offset = op.start * stride[static_cast<size_t>(op.dim)];
-      stride[static_cast<size_t>(op.dim)] *= op.step;
-      gather(get(op.args[0].tensor), op.out.shape, stride, offset, out.data());
-    } else if (op.op == "cat") {
-      // Each input fills a slice of the output along dim.
-      const std::vector<int64_t> out_stride = strides_of(op.out.shape);
-      int64_t at = 0;
-      for (const GraphArg& a : op.args) {
-        const GraphTensor& t = *g.find(a.tensor);
-        const auto& x = get(a.tensor);
-        std::vector<int64_t> idx(t.shape.size(), 0);
-        for (double value : x) {
-          int64_t o = at * out_stride[static_cast<size_t>(op.dim)];
-          for (size_t d = 0; d < idx.size(); ++d) o += idx[d] * out_stride[d];
-          out[static_cast<size_t>(o)] = value;
-          for (size_t d = idx.size(); d-- > 0;) {
-            if (++idx[d] < t.shape[d]) break;
-            idx[d] = 0;
-          }
-        }
-        at += t.shape[static_cast<size_t>(op.dim)];
-      }
-    } else if (op.op == "matmul") {
-      const GraphTensor& b = *g.find(op.args[1].tensor);
-      using Mat = Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
-      const int64_t m = x0.shape[x0.shape.size() - 2], k = x0.shape.back();
-      const int64_t n = op.out.shape.back();
-      const uint64_t batches = op.out.elements() / static_cast<uint64_t>(m * n);
-      const bool shared_b = b.shape.size() == 2;
-      // A low-precision result sums in fp32 through the library's reference (matmul_reference
-      // says why fp32 sums are exact enough for these dtypes' checks; an operand held in double
-      // here loses at most 2^-24 of itself going to float, as little again): it is tiled and
-      // runs on every host thread, where Eigen's double gemm on one thread was most of a
-      // decoder layer's functional run. An fp32 result sums in double.
-      const bool in_fp32 = op.out.dtype != isa::DType::fp32;
-      using MatF = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
-      std::vector<float> fa, fb;
-      for (uint64_t i = 0; i < batches; ++i) {
-        Eigen::Map<const Mat> ma(get(op.args[0].tensor).data() + i * m * k, m, k);
-        const double* bp = get(op.args[1].tensor).data() + (shared_b ? 0 : i * k * n);
-        Eigen::Map<Mat> mc(out.data() + i * m * n, m, n);
-        const auto multiply = [&](const auto& b_kn) {  // B as [K, N]
-          if (!in_fp32) {
-            mc.noalias() = ma * b_kn;
-            return;
-          }
-          fa.resize(static_cast<size_t>(m * k));
-          Eigen::Map<MatF>(fa.data(), m, k) = ma.cast<float>();
-          if (i == 0 || !shared_b) {
-            fb.resize(static_cast<size_t>(k * n));
-            Eigen::Map<MatF>(fb.data(), k, n) = b_kn.template cast<float>();
-          }
-          const std::vector<float> c = matmul_reference(fa, fb, m, k, n, op.out.dtype);
-          mc = Eigen::Map<const MatF>(c.data(), m, n).cast<double>();
-        };
-        if (op.transpose_b) {
-          multiply(Eigen::Map<const Mat>(bp, n, k).transpose());
-        } else {
-          multiply(Eigen::Map<const Mat>(bp, k, n));
-        }
-      }
-    } else if (op.op == "transpose") {
-      const auto& x = get(op.args[0].tensor);
-      const int64_t rows = x0.shape[0], cols = x0.shape[1];
-      for (int64_t r = 0; r < rows; ++r) {
-        for (int64_t c = 0; c < cols; ++c) out[c * rows + r] = x[r * cols + c];
-      }
-    } else if (op.op == "scaled_dot_product_attention") {
-      // The library kernel's reference, head by head; q, k and v are stored in HBM by the
-      // kernels that made them, so they hold dtype-rounded values that fp32 keeps exactly.
-      const int64_t seq = x0.shape[x0.shape.size() - 2], d = x0.shape.back();
-      const int64_t heads = static_cast<int64_t>(out.size()) / (seq * d);
-      auto as_float = [&](const GraphArg& a) {
-        const auto& t = get(a.tensor);
-        return std::vector<float>(t.begin(), t.end());
-      };
-      const std::vector<float> o =
-          attention_reference(as_float(op.args[0]), as_float(op.args[1]), as_float(op.args[2]),
-                              heads, seq, d, op.causal);
-      std::copy(o.begin(), o.end(), out.begin());
-    } else {  // softmax, rms_norm, layer_norm: along the last dimension
-      const auto& x = get(op.args[0].tensor);
-      const int64_t h = x0.shape.back();
-      const std::vector<double>* w = op.args.size() > 1 ? &get(op.args[1].tensor) : nullptr;
-      const std::vector<double>* bias = op.args.size() > 2 ? &get(op.args[2].tensor) : nullptr;
-      for (size_t r = 0; r < x.size() / h; ++r) {
-        const double* row = &x[r * h];
-        double* y = &out[r * h];
-        if (op.op == "softmax") {
-          const double m = *std::max_element(row, row + h);
-          double sum = 0;
-          for (int64_t i = 0; i < h; ++i) sum += (y[i] = std::exp(row[i] - m));
-          for (int64_t i = 0; i < h; ++i) y[i] /= sum;
-        } else if (op.op == "rms_norm") {
-          double ss = 0;
-          for (int64_t i = 0; i < h; ++i) ss += row[i] * row[i];
-          const double inv = 1.0 / std::sqrt(ss / static_cast<double>(h) + op.eps);
-          for (int64_t i = 0; i < h; ++i) y[i] = row[i] * inv * (*w)[i];
-        } else {
-          double mean = 0, var = 0;
-          for (int64_t i = 0; i < h; ++i) mean += row[i];
-          mean /= static_cast<double>(h);
-          for (int64_t i = 0; i < h; ++i) var += (row[i] - mean) * (row[i] - mean);
-          const double inv = 1.0 / std::sqrt(var / static_cast<double>(h) + op.eps);
-          for (int64_t i = 0; i < h; ++i) y[i] = (row[i] - mean) * inv * (*w)[i] + (*bias)[i];
-        }
-      }
+    // The collective instruction's reference: each rank's input (as stored in HBM, in its
+    // dtype), reduced in fp32 in rank order; then every core's result rounded to the dtype.
+    const std::string function =
+        op.op == "all_reduce" || op.op == "reduce_scatter"
+            ? op.op + (op.reduce_op == "sum" ? std::string("_add") : "_" + op.reduce_op)
+            : op.op;
+    std::vector<std::vector<float>> each(cores);
+    for (size_t c = 0; c < cores; ++c) {
+      const std::vector<double>& x = *v[c].find(op.args[0].tensor);
+      each[c].assign(x.begin(), x.end());
     }
-    if (std::find(rounded.begin(), rounded.end(), op.out.name) != rounded.end()) {
-      for (double& d : out) d = isa::round_to(op.out.dtype, static_cast<float>(d));
+    for (size_t c = 0; c < cores; ++c) {
+      const size_t first = c / op.ranks * op.ranks;
+      const std::vector<std::vector<float>> group(
+          each.begin() + static_cast<std::ptrdiff_t>(first),
+          each.begin() + static_cast<std::ptrdiff_t>(first + op.ranks));
+      const std::vector<float> y =
+          collective_reference(function, group, static_cast<uint32_t>(c - first));
+      std::vector<double> out(y.size());
+      for (size_t i = 0; i < y.size(); ++i) out[i] = isa::round_to(op.out.dtype, y[i]);
+      v[c].names.push_back(op.out.name);
+      v[c].values.push_back(std::move(out));
     }
-    v.names.push_back(op.out.name);
-    v.values.push_back(std::move(out));
   }
   return v;
 }

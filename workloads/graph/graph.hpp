@@ -33,6 +33,10 @@ struct GraphInit {
 struct GraphInput {
   GraphTensor tensor;
   GraphInit init;
+  // A graph on several cores ("cores"): each core draws its own values (the seed plus the
+  // core's number: a data shard), else every core holds the same values (replicated, as model
+  // weights are).
+  bool per_core = false;
   std::string where;  // "/inputs/x", for messages
 };
 
@@ -43,15 +47,17 @@ struct GraphArg {
 };
 
 enum class OpKind {
-  unary,      // elementwise function of one tensor
-  binary,     // elementwise, with broadcasting
-  reduction,  // along the last dimension
-  kernel,     // a kernel of its own (matmul, transpose, softmax, rms_norm, layer_norm,
-              // scaled_dot_product_attention)
-  view,       // another shape for the same data (reshape), or a view op's dispatch alone
-              // (view: metadata, no output): no kernel, no data moved
-  copy,       // data movement by DMA alone (permute, slice, cat, clone): a kernel of its own
-  host,       // an op with no lowering, run on the host (docs/workloads.md)
+  unary,       // elementwise function of one tensor
+  binary,      // elementwise, with broadcasting
+  reduction,   // along the last dimension
+  kernel,      // a kernel of its own (matmul, transpose, softmax, rms_norm, layer_norm,
+               // scaled_dot_product_attention)
+  view,        // another shape for the same data (reshape), or a view op's dispatch alone
+               // (view: metadata, no output): no kernel, no data moved
+  copy,        // data movement by DMA alone (permute, slice, cat, clone): a kernel of its own
+  host,        // an op with no lowering, run on the host (docs/workloads.md)
+  collective,  // all_reduce, all_gather, reduce_scatter, all_to_all across the graph's cores:
+               // a kernel of its own, one collective instruction
 };
 
 struct GraphOp {
@@ -70,6 +76,11 @@ struct GraphOp {
   std::vector<int64_t> dims;  // permute: the output's dimensions in the input's numbering
   int64_t dim = 0;            // slice, cat: the dimension (non-negative)
   int64_t start = 0, end = 0, step = 1;  // slice
+  // collective: the reduction (all_reduce, reduce_scatter: "sum", "max" or "min", as
+  // torch.distributed.ReduceOp names them) and the ranks, groups of this many consecutive cores
+  // (the graph's cores unless the op sets "group").
+  std::string reduce_op = "sum";
+  uint32_t ranks = 1;
   // The framework op's name for the profile ("aten::mm"); default aten_name(op).
   std::string name;
   // "eager" or "compile": the graph's mode unless the op sets its own.
@@ -86,6 +97,10 @@ struct GraphOp {
 
 struct Graph {
   std::string mode = "eager";  // "eager" or "compile"
+  // "cores": every core runs the graph (SPMD), 0 when the key is absent (one core, and no
+  // collective op); "chips": the chips they spread over.
+  uint32_t cores = 0;
+  uint32_t chips = 1;
   std::vector<GraphInput> inputs;
   std::vector<GraphOp> ops;
   std::vector<std::string> outputs;
@@ -123,6 +138,12 @@ struct GraphValues {
 };
 GraphValues evaluate_graph(const Graph& g, const std::vector<std::vector<float>>& inputs,
                            const std::vector<std::string>& rounded);
+// The same on every core of a graph with collectives: inputs[c] are core c's given tensors;
+// each collective op combines the cores' values of its argument (reductions in fp32 in rank
+// order, as the collective instruction does, then rounded to the dtype). One result per core.
+std::vector<GraphValues> evaluate_graph_cores(
+    const Graph& g, const std::vector<std::vector<std::vector<float>>>& inputs,
+    const std::vector<std::string>& rounded);
 
 // The PyTorch name of an op ("aten::pow"), as the profiler's key_averages shows it.
 std::string aten_name(const std::string& op);

@@ -953,10 +953,57 @@ Workload library_workload(const Workload& w, const Graph& g, const GraphOp& op) 
   return sub;
 }
 
+// A collective op's kernel: SyncE triggers one collective instruction from the argument into
+// the result (each seen whole and flattened, so dimension 0 is the one split or joined) and
+// waits for its semaphore update, as the collective library kernel does. One rank (a graph on
+// one core): the same instruction, which copies x (as torch.distributed's collectives on a
+// world of one leave the tensor as it is).
+isa::Program collective_kernel(const Graph& g, const GraphOp& op) {
+  const GraphTensor& xt = *g.find(op.args[0].tensor);
+  isa::Program p;
+  const isa::DramTensor x = p.add_dram_tensor(xt.name, xt.dtype, xt.shape);
+  const isa::DramTensor y = p.add_dram_tensor(op.out.name, op.out.dtype, op.out.shape);
+  const uint16_t done = p.add_semaphore("collective_done");
+  // Rows of the widest count a free dimension takes (at most 65535) that divides the tensor.
+  auto whole = [](const isa::DramTensor& t) {
+    uint64_t elements = 1;
+    for (int64_t d : t.shape) elements *= static_cast<uint64_t>(d);
+    uint64_t cols = std::min<uint64_t>(elements, 65535);
+    while (elements % cols != 0) --cols;
+    return isa::hbm_ap(t.dtype, t.address, static_cast<uint32_t>(elements / cols),
+                       static_cast<uint32_t>(cols), {{1, static_cast<uint32_t>(cols)}});
+  };
+  Instruction cc;
+  cc.opcode = isa::Opcode::collective;
+  cc.engine = Engine::sync;
+  cc.collective_op = *isa::parse_collective_op(op.op);
+  if (op.op == "all_reduce" || op.op == "reduce_scatter") {
+    cc.op0 = op.reduce_op == "max" ? AluOp::max : op.reduce_op == "min" ? AluOp::min : AluOp::add;
+  }
+  if (op.ranks != g.cores) cc.collective_group = static_cast<uint8_t>(op.ranks);
+  cc.src[0] = whole(x);
+  cc.dst = whole(y);
+  cc.label = fmt::format("{} {}", op.op, op.out.name);
+  cc.updates.push_back(isa::SemaphoreUpdate{done, isa::SemaphoreUpdateKind::add, 1});
+  Instruction fence;
+  fence.opcode = isa::Opcode::nop;
+  fence.engine = Engine::sync;
+  fence.waits.push_back(isa::SemaphoreWait{done, 1});
+  p.stream(Engine::sync).push_back(cc);
+  p.stream(Engine::sync).push_back(fence);
+  return p;
+}
+
 LibraryKernel library_kernel(const Workload& w, const Graph& g, const GraphOp& op,
                              const config::ArchConfig& arch) {
   const GraphTensor& x = *g.find(op.args[0].tensor);
   LibraryKernel k;
+  if (op.kind == OpKind::collective) {
+    k.program = collective_kernel(g, op);
+    k.choices = {{"ranks", op.ranks}};
+    if (op.op == "all_reduce" || op.op == "reduce_scatter") k.choices["reduce_op"] = op.reduce_op;
+    return k;
+  }
   if (op.kind == OpKind::copy) {
     k.program = copy_kernel(g, op, arch, w.file);
     return k;
@@ -1018,10 +1065,13 @@ LibraryKernel library_kernel(const Workload& w, const Graph& g, const GraphOp& o
   return k;
 }
 
-std::vector<float> input_values(const Workload& w, const GraphInput& in, size_t index) {
+// Core `core`'s values of the index-th given tensor: an input drawn per core (per_core) from the
+// seed plus the core's number, every other the same on every core.
+std::vector<float> input_values(const Workload& w, const GraphInput& in, size_t index,
+                                uint32_t core = 0) {
   const GraphTensor& t = in.tensor;
   std::vector<float> v(t.elements());
-  SeededRandom rng(w.seed * 1000003 + index);
+  SeededRandom rng((w.seed + (in.per_core ? core : 0)) * 1000003 + index);
   switch (in.init.kind) {
     case GraphInit::Kind::normal:
       rng.fill_normal(v.data(), v.size(),
@@ -1070,6 +1120,8 @@ std::vector<float> input_values(const Workload& w, const GraphInput& in, size_t 
 // The most rounded tensors met on any path from an input to an output: a tensor counts when its
 // value is rounded to its dtype as it is stored (`rounded`: every HBM tensor between kernels and
 // the values a kernel keeps in their op's dtype). Ops come in order, so one pass suffices.
+// A reducing collective (all_reduce, reduce_scatter) adds up the values of its ranks, each with
+// its own independent error of d roundings: as independent errors add, d times the ranks.
 uint32_t roundings_on_longest_path(const Graph& g, const std::set<std::string>& rounded) {
   std::map<std::string, uint32_t> depth;  // tensors not listed (inputs) are at 0
   uint32_t deepest = 0;
@@ -1079,6 +1131,10 @@ uint32_t roundings_on_longest_path(const Graph& g, const std::set<std::string>& 
       if (!a.is_tensor()) continue;
       const auto it = depth.find(a.tensor);
       if (it != depth.end()) d = std::max(d, it->second);
+    }
+    if (op.op == "all_reduce" || op.op == "reduce_scatter") {
+      // and the fp32 additions in rank order, one rounding each before the store's.
+      d = d * op.ranks + (op.ranks - 1);
     }
     d += rounded.count(op.out.name) > 0 ? 1 : 0;
     depth[op.out.name] = d;
@@ -1090,7 +1146,10 @@ uint32_t roundings_on_longest_path(const Graph& g, const std::set<std::string>& 
 
 uint64_t op_flops(const Graph& g, const GraphOp& op) {
   const uint64_t n = op.out.elements();
-  if (op.kind == OpKind::view || op.kind == OpKind::copy || op.kind == OpKind::host) return 0;
+  if (op.kind == OpKind::view || op.kind == OpKind::copy || op.kind == OpKind::host ||
+      op.kind == OpKind::collective) {
+    return 0;
+  }
   if (op.op == "matmul") {
     return 2 * n * static_cast<uint64_t>(g.find(op.args[0].tensor)->shape.back());
   }
@@ -1175,7 +1234,7 @@ LoweredKernel lower_graph(const Workload& w, const config::ArchConfig& arch, boo
                                     p.dram_bytes(), arch.name, arch.hbm_capacity_bytes));
   }
   if (functional) {
-    const std::string why = functional_size_problem(hbm);
+    const std::string why = functional_size_problem(hbm * std::max<uint32_t>(1, g.cores));
     if (!why.empty()) throw WorkloadError(w.file, "/inputs", why);
   }
   nlohmann::json kernels = nlohmann::json::array();
@@ -1296,7 +1355,35 @@ LoweredKernel lower_graph(const Workload& w, const config::ArchConfig& arch, boo
     out.tolerance = Tolerance{out.tolerance.atol * widen, out.tolerance.rtol * widen};
   }
   out.write_npy = true;
-  if (functional) {
+  if (functional && g.cores > 0) {
+    // A graph on cores: every core's given tensors (its own for per_core inputs), and its own
+    // reference outputs, the collectives combining the cores' values.
+    const std::vector<const GraphInput*> given = g.given_tensors();
+    std::vector<std::vector<std::vector<float>>> values(g.cores);
+    for (uint32_t c = 0; c < g.cores; ++c) {
+      std::vector<HostTensor> inputs;
+      for (size_t i = 0; i < given.size(); ++i) {
+        values[c].push_back(input_values(w, *given[i], i, c));
+        const GraphTensor& t = given[i]->tensor;
+        inputs.push_back(HostTensor{t.name, t.dtype, t.shape, values[c].back()});
+      }
+      out.core_inputs.push_back(std::move(inputs));
+    }
+    const std::vector<GraphValues> ref =
+        evaluate_graph_cores(g, values, std::vector<std::string>(rounded.begin(), rounded.end()));
+    for (uint32_t c = 0; c < g.cores; ++c) {
+      std::vector<HostTensor> expected;
+      for (const std::string& name : g.outputs) {
+        const GraphTensor& t = *g.find(name);
+        const std::vector<double>& v = *ref[c].find(name);
+        expected.push_back(
+            HostTensor{name, t.dtype, t.shape, std::vector<float>(v.begin(), v.end())});
+      }
+      out.core_expected.push_back(std::move(expected));
+    }
+    out.inputs = out.core_inputs.front();
+    out.expected = out.core_expected.front();
+  } else if (functional) {
     // Inputs, and the results of ops that run on the host: in HBM from the start (no kernel
     // reads a result before the host has copied it over, which comes before the launches of
     // the kernels that read it).
