@@ -6,7 +6,7 @@ namespace trnsim::isa {
 
 namespace {
 constexpr std::array<std::string_view, kCollectiveOpCount> kNames = {
-    "all_reduce", "all_gather", "reduce_scatter", "all_to_all", "permute"};
+    "all_reduce", "all_gather", "reduce_scatter", "all_to_all", "permute", "send", "recv"};
 }
 
 std::string_view name_of(CollectiveOp op) {
@@ -31,6 +31,8 @@ double bus_bandwidth_factor(CollectiveOp op, uint32_t ranks) {
     case CollectiveOp::all_to_all:
       return (r - 1) / r;
     case CollectiveOp::permute:
+    case CollectiveOp::send:
+    case CollectiveOp::recv:
       return 1;
   }
   return 1;

@@ -134,9 +134,11 @@ constexpr std::array<OpcodeInfo, kOpcodeCount> kTable = {{
      "assumption (GpSimd start as iota, I1; one element per cycle)"},
     {Opcode::collective, "collective", "CC_OP", kAny,
      "dst, src (HBM, same dtype); cc (all_reduce, all_gather, reduce_scatter, all_to_all, "
-     "permute); op0 in add/max/min for all_reduce and reduce_scatter",
+     "permute, send, recv); op0 in add/max/min for all_reduce and reduce_scatter; send takes "
+     "only src, recv only dst, each with peer=P or peer=+K / -K",
      "the collective over every core of the run, in core order; its semaphore updates fire on "
-     "every rank when it ends",
+     "every rank when it ends; the k-th send from core a to b meets the k-th recv on b from a, "
+     "the data moves and both sides' updates fire at the end",
      "dma_trigger_ns on the issuing engine; the collective: CollectiveFabric (docs/chip.md)",
      "D1; docs/chip.md"},
 }};

@@ -213,11 +213,16 @@ struct Instruction {
   // tensor_scalar (op0 then op1), tensor_tensor (op0), tensor_reduce (op0), memset (operand0)
   AluOp op0 = AluOp::bypass;
   AluOp op1 = AluOp::bypass;
+  // collective send/recv: the partner core, peer=P or peer=+K / -K (isa/collective.hpp). In the
+  // padding after op1: the Instruction does not grow.
+  PeerKind peer_kind = PeerKind::none;
+  int16_t peer = 0;
   ScalarOperand operand0;
   ScalarOperand operand1;
   uint8_t reduce_dims = 1;
   // collective: which one; op0 is its reduction (all_reduce, reduce_scatter), src[0] this
-  // rank's input and dst its output (sizes as nccom-test's, isa/collective.hpp). Here, in the
+  // rank's input and dst its output (sizes as nccom-test's, isa/collective.hpp); a send has
+  // only src[0], a recv only dst (dst is absent on a send, src[0] on a recv). Here, in the
   // padding after reduce_dims, it costs the Instruction no bytes.
   CollectiveOp collective_op = CollectiveOp::all_reduce;
 

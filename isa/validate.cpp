@@ -227,6 +227,12 @@ struct Checker {
   // src and dst in HBM (the collective engines move HBM buffers, as nccom-test's do), one
   // dtype, and a reduction (add, max, min) exactly when the op reduces.
   void collective() const {
+    if (is_point_to_point(in.collective_op)) {
+      point_to_point();
+      return;
+    }
+    if (in.peer_kind != PeerKind::none)
+      fail(fmt::format("peer= is for cc=send and cc=recv, not {}", name_of(in.collective_op)));
     operand("src", in.src[0]);
     operand("dst", in.dst);
     for (const AccessPattern* ap : {&in.src[0], &in.dst}) {
@@ -252,6 +258,33 @@ struct Checker {
     if (is_integer(in.dst.dtype) && reduces) {
       fail("a reducing collective takes floating-point data");
     }
+  }
+
+  // send: only src, recv: only dst, in HBM; a partner (peer=); no reduction, no group. The
+  // partner's range and whether it is the core itself depend on the run's cores
+  // (validate_collectives).
+  void point_to_point() const {
+    const bool send = in.collective_op == CollectiveOp::send;
+    const char* name = send ? "src" : "dst";
+    const AccessPattern& ap = send ? in.src[0] : in.dst;
+    const AccessPattern& other = send ? in.dst : in.src[0];
+    if (other.present())
+      fail(send ? "a send has no dst (only src, what it sends)"
+                : "a recv has no src (only dst, where it receives)");
+    operand(name, ap);
+    if (ap.memory != Memory::hbm) {
+      fail(fmt::format("{} {} is in {}; a {} moves HBM tensors", name, ap.to_string(),
+                       name_of(ap.memory), name_of(in.collective_op)));
+    }
+    if (in.peer_kind == PeerKind::none) {
+      fail(fmt::format("cc={} needs its partner core: peer=P, or peer=+K / peer=-K relative",
+                       name_of(in.collective_op)));
+    }
+    if (in.op0 != AluOp::bypass)
+      fail(fmt::format("{} does not reduce; op0 must be bypass (is {})", name_of(in.collective_op),
+                       name_of(in.op0)));
+    if (in.collective_group != 0)
+      fail(fmt::format("{} has one partner (peer=), not group=", name_of(in.collective_op)));
   }
 
   void transposed_shape(const AccessPattern& src, const AccessPattern& dst) const {
@@ -733,10 +766,35 @@ void validate(const Program& program, const config::ArchConfig& arch) {
   }
 }
 
+std::string point_to_point_error(const Instruction& in, uint32_t ranks, int core) {
+  const std::string op(name_of(in.collective_op));
+  if (in.peer_kind == PeerKind::absolute && static_cast<uint32_t>(in.peer) >= ranks) {
+    return fmt::format("{} peer={}: the run has cores 0 to {}", op, in.peer, ranks - 1);
+  }
+  if (in.peer_kind == PeerKind::relative && in.peer % static_cast<int64_t>(ranks) == 0) {
+    return fmt::format("{} peer={:+d}: every core's partner is itself (modulo the run's {} cores)",
+                       op, in.peer, ranks);
+  }
+  if (in.peer_kind == PeerKind::absolute && (core < 0 || in.peer == core)) {
+    return core < 0
+               ? fmt::format(
+                     "{} peer={}: every core runs this program, so core {} would {} itself "
+                     "(name the partner relative, peer=+K / peer=-K)",
+                     op, in.peer, in.peer,
+                     in.collective_op == CollectiveOp::send ? "send to" : "receive from")
+               : fmt::format("{} peer={}: core {} {} itself", op, in.peer, core,
+                             in.collective_op == CollectiveOp::send ? "sends to" : "receives from");
+  }
+  return {};
+}
+
 std::string collective_size_error(const Instruction& in, uint32_t ranks) {
   const uint64_t src = in.src[0].elements(), dst = in.dst.elements();
   const uint64_t r = ranks;
   switch (in.collective_op) {
+    case CollectiveOp::send:
+    case CollectiveOp::recv:
+      return {};  // the partners' sizes are compared when they meet
     case CollectiveOp::all_reduce:
     case CollectiveOp::all_to_all:
     case CollectiveOp::permute:
@@ -768,11 +826,18 @@ std::string collective_size_error(const Instruction& in, uint32_t ranks) {
   return {};
 }
 
-void validate_collectives(const Program& program, uint32_t ranks) {
+void validate_collectives(const Program& program, uint32_t ranks, int core) {
   for (Engine e : kAllEngines) {
     const auto& stream = program.stream(e);
     for (size_t i = 0; i < stream.size(); ++i) {
       if (!is_collective(stream[i].opcode)) continue;
+      if (is_point_to_point(stream[i].collective_op)) {
+        const std::string err = point_to_point_error(stream[i], ranks, core);
+        if (err.empty()) continue;
+        const std::string label = stream[i].label.empty() ? "" : " '" + stream[i].label + "'";
+        throw ValidationError(
+            fmt::format("{} instruction {} (collective{}): {}", name_of(e), i, label, err));
+      }
       const uint32_t group = stream[i].collective_group;
       std::string err =
           group != 0 && ranks % group != 0

@@ -33,8 +33,12 @@ std::string check_instruction(const Program& program, const config::ArchConfig& 
 // all_reduce, permute src = dst; all_to_all src = dst, a multiple of ranks; all_gather dst =
 // src x ranks; reduce_scatter src = dst x ranks. Returns "" when they hold, else the reason.
 std::string collective_size_error(const Instruction& in, uint32_t ranks);
-// Throws ValidationError naming the first collective whose sizes do not suit `ranks`.
-void validate_collectives(const Program& program, uint32_t ranks);
+// A send's or recv's partner among `ranks` cores: in range and not the core itself. `core` is
+// the one core that runs the program (a program set), or -1 when every core runs it (SPMD).
+std::string point_to_point_error(const Instruction& in, uint32_t ranks, int core);
+// Throws ValidationError naming the first collective whose sizes do not suit `ranks`, or the
+// first send/recv whose partner is out of range or itself (`core` as point_to_point_error's).
+void validate_collectives(const Program& program, uint32_t ranks, int core = -1);
 bool has_collectives(const Program& program);
 
 // The rule for one access pattern alone; returns an empty string when it holds.

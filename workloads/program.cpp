@@ -144,6 +144,16 @@ LoweredKernel lower_assembly(const isa::Assembly& a, const config::ArchConfig& a
       std::vector<const isa::DramTensor*> in;
       for (const auto& n : e.inputs) in.push_back(k.program.find_dram_tensor(n));
       HostTensor expected{out->name, out->dtype, out->shape, {}};
+      if (e.function == "recv") {
+        // What the partner core c + peer sent: its input.
+        const auto n = static_cast<int64_t>(cores);
+        const auto from = static_cast<uint32_t>(((static_cast<int64_t>(c) + e.peer) % n + n) % n);
+        expected.values = input(*in[0], from).values;
+        for (float& v : expected.values)
+          v = isa::round_to(out->dtype, v * static_cast<float>(e.scale));
+        expected_here.push_back(std::move(expected));
+        continue;
+      }
       if (isa::is_collective_reference(e.function)) {
         // The cores of c's group, in order.
         const uint32_t ranks = e.group != 0 ? e.group : cores;

@@ -44,11 +44,15 @@ struct TensorInit {
 struct Expectation {
   std::string output;
   // rmsnorm, matmul, copy, or a collective's reference over every core's input:
-  // all_reduce_{add,max,min}, all_gather, reduce_scatter_{add,max,min}, all_to_all, permute.
+  // all_reduce_{add,max,min}, all_gather, reduce_scatter_{add,max,min}, all_to_all, permute;
+  // or recv(x, peer=+K / -K, scale=S): S x the input of the core K after (before) this one.
   std::string function;
   std::vector<std::string> inputs;
   double eps = 1e-6;
   uint32_t group = 0;  // a collective's reference: over groups of this many cores (0: all)
+  // recv's reference: core c expects its input from core c + peer (modulo the run's cores).
+  int32_t peer = 0;
+  double scale = 1.0;  // recv's reference: the partner's input times this (what it computed)
   int line = 0;
 };
 

@@ -143,15 +143,25 @@ nlohmann::json to_json(const Program& program, const std::vector<OnChipBuffer>& 
       json o = {{"opcode", std::string(name_of(in.opcode))}};
       if (!in.label.empty()) o["label"] = in.label;
       const int n = positional_operands(in.opcode);
-      if (n > 0) o["dst"] = ap_json(in.dst);
-      json src = json::array();
-      for (int i = 1; i < n; ++i) src.push_back(ap_json(in.src[i - 1]));
-      if (n > 1) o["src"] = src;
+      const bool p2p = is_collective(in.opcode) && is_point_to_point(in.collective_op);
+      if (p2p && in.collective_op == CollectiveOp::send) {
+        o["src"] = json::array({ap_json(in.src[0])});
+      } else if (p2p) {
+        o["dst"] = ap_json(in.dst);
+      } else {
+        if (n > 0) o["dst"] = ap_json(in.dst);
+        json src = json::array();
+        for (int i = 1; i < n; ++i) src.push_back(ap_json(in.src[i - 1]));
+        if (n > 1) o["src"] = src;
+      }
       const uint32_t f = fields_of(in.opcode);
       if (f & kQueue) o["queue"] = in.dma_queue;
       if ((f & kQueue) && in.dma_dge) o["dge"] = true;
       if (f & kCollective) o["cc"] = std::string(name_of(in.collective_op));
       if ((f & kCollective) && in.collective_group != 0) o["group"] = in.collective_group;
+      if ((f & kCollective) && in.peer_kind == PeerKind::absolute) o["peer"] = in.peer;
+      if ((f & kCollective) && in.peer_kind == PeerKind::relative)
+        o["peer"] = fmt::format("{:+d}", in.peer);
       if (f & kStartStop) {
         o["start"] = in.accumulate_start;
         o["stop"] = in.accumulate_stop;
@@ -199,6 +209,8 @@ nlohmann::json to_json(const Program& program, const std::vector<OnChipBuffer>& 
     expect.push_back(
         {{"output", e.output}, {"function", e.function}, {"inputs", e.inputs}, {"eps", e.eps}});
     if (e.group != 0) expect.back()["group"] = e.group;
+    if (e.peer != 0) expect.back()["peer"] = e.peer;
+    if (e.scale != 1.0) expect.back()["scale"] = e.scale;
   }
   json out = {{"format", "trnsim-program"}, {"version", 1},       {"name", program.name},
               {"tensors", tensors},         {"buffers", bufs},    {"semaphores", sems},
@@ -322,14 +334,56 @@ Assembly from_json(const nlohmann::json& j, const std::string& file) {
         r.fail(w + "/opcode", fmt::format("{} does not run on {}", name_of(in.opcode), name_of(e)));
       if (o.contains("label")) in.label = r.string(o["label"], w + "/label");
       const int n = positional_operands(in.opcode);
-      if (n > 0) in.dst = r.ap(r.at(o, "dst", w), w + "/dst");
-      if (n > 1) {
-        const auto& src = r.at(o, "src", w);
-        if (!src.is_array() || static_cast<int>(src.size()) != n - 1)
-          r.fail(w + "/src", fmt::format("expected {} access patterns", n - 1));
-        for (int k = 0; k + 1 < n; ++k) in.src[k] = r.ap(src[k], fmt::format("{}/src/{}", w, k));
-      }
       const uint32_t f = fields_of(in.opcode);
+      if (f & kCollective)
+        in.collective_op = r.named<CollectiveOp>(r.at(o, "cc", w), parse_collective_op, w + "/cc");
+      if (is_collective(in.opcode) && is_point_to_point(in.collective_op)) {
+        // send has only "src" ([one pattern]), recv only "dst".
+        const bool send = in.collective_op == CollectiveOp::send;
+        if (o.contains(send ? "dst" : "src"))
+          r.fail(w + (send ? "/dst" : "/src"),
+                 send ? "a send has no dst (only src, what it sends)"
+                      : "a recv has no src (only dst, where it receives)");
+        if (send) {
+          const auto& src = r.at(o, "src", w);
+          if (!src.is_array() || src.size() != 1) r.fail(w + "/src", "expected 1 access pattern");
+          in.src[0] = r.ap(src[0], w + "/src/0");
+        } else {
+          in.dst = r.ap(r.at(o, "dst", w), w + "/dst");
+        }
+        const auto& peer = r.at(o, "peer", w);
+        // An integer: an absolute core; a string "+K" / "-K": relative.
+        int64_t v = 0;
+        bool relative = false;
+        if (peer.is_string()) {
+          const std::string t = peer.get<std::string>();
+          size_t used = 0;
+          try {
+            if (t.size() > 1 && (t[0] == '+' || t[0] == '-')) v = std::stoll(t, &used);
+          } catch (const std::exception&) {
+            used = 0;
+          }
+          if (used == 0 || used != t.size())
+            r.fail(w + "/peer",
+                   fmt::format("expected a core or \"+K\" / \"-K\", got {}", peer.dump()));
+          relative = true;
+        } else {
+          v = r.integer(peer, w + "/peer");
+        }
+        if (v < -32767 || v > 32767 || (!relative && v < 0))
+          r.fail(w + "/peer",
+                 "expected a core 0 to 32767, or \"+K\" / \"-K\" with K at most 32767");
+        in.peer_kind = relative ? PeerKind::relative : PeerKind::absolute;
+        in.peer = static_cast<int16_t>(v);
+      } else {
+        if (n > 0) in.dst = r.ap(r.at(o, "dst", w), w + "/dst");
+        if (n > 1) {
+          const auto& src = r.at(o, "src", w);
+          if (!src.is_array() || static_cast<int>(src.size()) != n - 1)
+            r.fail(w + "/src", fmt::format("expected {} access patterns", n - 1));
+          for (int k = 0; k + 1 < n; ++k) in.src[k] = r.ap(src[k], fmt::format("{}/src/{}", w, k));
+        }
+      }
       if (f & kQueue) {
         const int64_t q = r.integer(r.at(o, "queue", w), w + "/queue");
         if (q < 0 || static_cast<size_t>(q) >= p.queues.size())
@@ -337,8 +391,6 @@ Assembly from_json(const nlohmann::json& j, const std::string& file) {
         in.dma_queue = static_cast<uint16_t>(q);
         in.dma_dge = r.boolean(o, "dge", false, w);
       }
-      if (f & kCollective)
-        in.collective_op = r.named<CollectiveOp>(r.at(o, "cc", w), parse_collective_op, w + "/cc");
       if ((f & kCollective) && o.contains("group")) {
         const int64_t g = r.integer(o["group"], w + "/group");
         if (g < 1 || g > 255) r.fail(w + "/group", "expected 1 to 255 cores per group");
@@ -465,6 +517,15 @@ Assembly from_json(const nlohmann::json& j, const std::string& file) {
         const int64_t g = r.integer(x["group"], w + "/group");
         if (g < 1 || g > 255) r.fail(w + "/group", "expected 1 to 255 cores per group");
         e.group = static_cast<uint32_t>(g);
+      }
+      if (x.contains("peer")) {
+        const int64_t k = r.integer(x["peer"], w + "/peer");
+        if (k < -32767 || k > 32767) r.fail(w + "/peer", "expected -32767 to 32767 cores");
+        e.peer = static_cast<int32_t>(k);
+      }
+      if (x.contains("scale")) {
+        if (!x["scale"].is_number()) r.fail(w + "/scale", "expected a number");
+        e.scale = x["scale"].get<double>();
       }
       check_expectation(p, file, e, w);
       a.expectations.push_back(e);

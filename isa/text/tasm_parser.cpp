@@ -448,6 +448,22 @@ class Assembler {
           e.group = static_cast<uint32_t>(g);
           continue;
         }
+        if (p.accept("peer")) {
+          // recv's partner: relative, as an SPMD program names it (peer=+1, peer=-1).
+          p.expect("=", "'='");
+          const size_t k_at = p.pos();
+          if (p.peek() != '+' && p.peek() != '-')
+            p.fail_at(k_at, "expected a relative core, peer=+K or peer=-K");
+          const int64_t k = p.integer("a relative core");
+          if (k < -32767 || k > 32767) p.fail_at(k_at, "peer is -32767 to +32767");
+          e.peer = static_cast<int32_t>(k);
+          continue;
+        }
+        if (p.accept("scale")) {
+          p.expect("=", "'='");
+          e.scale = p.number("a number");
+          continue;
+        }
         const size_t in_at = p.pos();
         const std::string in = p.identifier("an input tensor");
         if (!names().tensor(in)) p.fail_at(in_at, fmt::format("no tensor \"{}\"", in));
@@ -774,6 +790,17 @@ class Assembler {
         const int64_t v = p.integer("cores per group");
         if (v < 1 || v > 255) p.fail_at(at, "group is 1 to 255 cores");
         in.collective_group = static_cast<uint8_t>(v);
+      } else if (key == "peer") {
+        // send/recv's partner: an absolute core (peer=2), or relative to the core running the
+        // instruction (peer=+1, peer=-1; modulo the run's cores).
+        needs(kCollective);
+        const size_t at = p.pos();
+        const bool relative = p.peek() == '+' || p.peek() == '-';
+        const int64_t v = p.integer("a core (peer=P, or peer=+K / peer=-K relative)");
+        if (v < -32767 || v > 32767 || (!relative && v < 0))
+          p.fail_at(at, "peer is a core 0 to 32767, or +K / -K with K at most 32767");
+        in.peer_kind = relative ? PeerKind::relative : PeerKind::absolute;
+        in.peer = static_cast<int16_t>(v);
       } else if (key == "op1") {
         needs(kOp1);
         in.op1 = enum_value<AluOp>(p, parse_alu_op, "ALU op");
@@ -859,7 +886,16 @@ class Assembler {
         p.fail_at(item_at, fmt::format("unknown option \"{}\"", key));
       }
     }
-    if (have != want) {
+    if (*op == Opcode::collective && is_point_to_point(in.collective_op)) {
+      // send names only what it sends, recv only where it receives.
+      const bool send = in.collective_op == CollectiveOp::send;
+      if (have != 1) {
+        p.fail(fmt::format("cc={} takes one access pattern ({}), found {}",
+                           name_of(in.collective_op),
+                           send ? "src, what it sends" : "dst, where it receives", have));
+      }
+      if (send) std::swap(in.src[0], in.dst);
+    } else if (have != want) {
       p.fail(fmt::format("{} takes {} access patterns ({}), found {}", opname, want,
                          info(*op).operands, have));
     }

@@ -82,14 +82,23 @@ struct Printer {
     s += fmt::format("{}.{}", assembler_name_of(in.engine), name_of(in.opcode));
     std::vector<std::string> items;
     const int n = positional_operands(in.opcode);
-    if (n > 0) items.push_back(access_pattern(in.dst));
-    for (int i = 1; i < n; ++i) items.push_back(access_pattern(in.src[i - 1]));
+    const bool p2p = is_collective(in.opcode) && is_point_to_point(in.collective_op);
+    if (p2p) {
+      // send names only its src, recv only its dst.
+      items.push_back(access_pattern(in.collective_op == CollectiveOp::send ? in.src[0] : in.dst));
+    } else {
+      if (n > 0) items.push_back(access_pattern(in.dst));
+      for (int i = 1; i < n; ++i) items.push_back(access_pattern(in.src[i - 1]));
+    }
     const uint32_t f = fields_of(in.opcode);
     if (f & kQueue) items.push_back("queue=" + program.queues[in.dma_queue].name);
     if ((f & kQueue) && in.dma_dge) items.push_back("dge");
     if (f & kCollective) items.push_back(fmt::format("cc={}", name_of(in.collective_op)));
     if ((f & kCollective) && in.collective_group != 0)
       items.push_back(fmt::format("group={}", in.collective_group));
+    if ((f & kCollective) && in.peer_kind != PeerKind::none)
+      items.push_back(in.peer_kind == PeerKind::relative ? fmt::format("peer={:+d}", in.peer)
+                                                         : fmt::format("peer={}", in.peer));
     if (f & kStartStop) {
       if (in.accumulate_start) items.push_back("start");
       if (in.accumulate_stop) items.push_back("stop");
@@ -162,9 +171,14 @@ std::string print_assembly(const Program& program, const std::vector<OnChipBuffe
   // Source locations, numbered from 1 in order: an instruction's src=N names the N-th.
   for (const auto& where : program.sources) s += fmt::format(".source \"{}\"\n", where);
   for (const auto& e : expectations) {
-    s += fmt::format(".expect {} = {}({}{}{})\n", e.output, e.function, fmt::join(e.inputs, ", "),
-                     e.function == "rmsnorm" ? fmt::format(", eps={}", number_text(e.eps)) : "",
-                     e.group != 0 ? fmt::format(", group={}", e.group) : "");
+    s += fmt::format(
+        ".expect {} = {}({}{}{})\n", e.output, e.function, fmt::join(e.inputs, ", "),
+        e.function == "rmsnorm" ? fmt::format(", eps={}", number_text(e.eps)) : "",
+        e.group != 0 ? fmt::format(", group={}", e.group)
+        : e.peer != 0
+            ? fmt::format(", peer={:+d}{}", e.peer,
+                          e.scale != 1.0 ? fmt::format(", scale={}", number_text(e.scale)) : "")
+            : "");
   }
   const Printer printer{program, buffers};
   for (Engine e : kAllEngines) {

@@ -36,11 +36,12 @@ bool is_collective_reference(const std::string& name) {
 }
 
 bool known_reference(const std::string& name) {
-  return name == "rmsnorm" || name == "matmul" || name == "copy" || is_collective_reference(name);
+  return name == "rmsnorm" || name == "matmul" || name == "copy" || name == "recv" ||
+         is_collective_reference(name);
 }
 
 std::string reference_names() {
-  return fmt::format("rmsnorm, matmul, copy, {}", fmt::join(collective_references(), ", "));
+  return fmt::format("rmsnorm, matmul, copy, {}, recv", fmt::join(collective_references(), ", "));
 }
 
 namespace text_form {
@@ -141,6 +142,7 @@ void check_expectation(const Program& program, const std::string& file, const Ex
     in.push_back(program.find_dram_tensor(n));
     if (in.back() == nullptr) fail(fmt::format("no tensor \"{}\"", n));
   }
+  if (e.scale != 1.0 && e.function != "recv") fail("scale= is for recv(x, peer=+K, scale=S)");
   if (e.function == "copy") {
     if (in.size() != 1) fail("copy(x) takes one input");
     if (in[0]->elements() != out->elements()) fail("copy: input and output sizes differ");
@@ -158,6 +160,12 @@ void check_expectation(const Program& program, const std::string& file, const Ex
         out->shape[0] != a[1] || out->shape[1] != b[1]) {
       fail("matmul: inputs are a_transposed [K, M] and b [K, N], the output [M, N]");
     }
+  } else if (e.function == "recv") {
+    // What core c received from its partner c + peer: that core's x.
+    if (in.size() != 1) fail("recv(x, peer=+K) takes one input: the partner core's x");
+    if (e.peer == 0) fail("recv(x, peer=+K) needs its partner, relative: peer=+K or peer=-K");
+    if (in[0]->dtype != out->dtype || in[0]->elements() != out->elements())
+      fail("recv: input and output hold the same dtype and number of elements");
   } else if (is_collective_reference(e.function)) {
     // The sizes depend on the number of cores: lowering checks them.
     if (in.size() != 1) fail(fmt::format("{}(x) takes one input: each core's x", e.function));

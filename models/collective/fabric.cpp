@@ -257,6 +257,14 @@ std::string collective_request_error(const config::ArchConfig& arch,
              std::to_string(r.core);
   }
   const std::string& a = request.algorithm;
+  if (isa::is_point_to_point(request.op)) {
+    if (request.ranks.size() != 2)
+      return "send/recv moves data between two ranks (the sender first), got " +
+             std::to_string(request.ranks.size());
+    if (!a.empty() && a != "p2p") return "send/recv is one transfer (p2p), not " + a;
+    return "";
+  }
+  if (a == "p2p") return "p2p is send/recv's, not " + std::string(isa::name_of(request.op));
   if (a.empty()) return "";
   const auto& names = collective_algorithms();
   if (std::find(names.begin(), names.end(), a) == names.end())
@@ -279,6 +287,7 @@ std::string collective_request_error(const config::ArchConfig& arch,
 std::string collective_algorithm_for(const config::ArchConfig& arch,
                                      const CollectiveRequest& request) {
   if (!request.algorithm.empty()) return request.algorithm;
+  if (isa::is_point_to_point(request.op)) return "p2p";
   if (request.op == isa::CollectiveOp::permute) return "ring";
   if (request.bytes < arch.cc.mesh_max_bytes) return "mesh";
   if (request.bytes < arch.cc.rdh_max_bytes && power_of_two(request.ranks.size())) return "rdh";
@@ -329,6 +338,12 @@ CollectiveFabric::Plan CollectiveFabric::plan(const CollectiveRequest& request,
 
   if (p < 2) return out;
 
+  if (isa::is_point_to_point(request.op)) {
+    // One transfer from the sender (rank 0) to the receiver (rank 1).
+    steps.push_back({{0, 1, n, false, 0}});
+    return out;
+  }
+
   if (request.op == Op::permute) {
     steps.emplace_back();
     for (uint32_t i = 0; i < p; ++i) steps[0].push_back({i, (i + 1) % p, n, false, 0});
@@ -362,6 +377,8 @@ CollectiveFabric::Plan CollectiveFabric::plan(const CollectiveRequest& request,
         break;
       }
       case Op::permute:
+      case Op::send:
+      case Op::recv:
         break;
     }
     return out;
@@ -412,6 +429,8 @@ CollectiveFabric::Plan CollectiveFabric::plan(const CollectiveRequest& request,
         for (uint32_t j = 0; j < d; ++j) exchange(1u << j, n / 2, false);
         break;
       case Op::permute:
+      case Op::send:
+      case Op::recv:
         break;
     }
     return out;
@@ -438,6 +457,8 @@ CollectiveFabric::Plan CollectiveFabric::plan(const CollectiveRequest& request,
         direct(false);
         break;
       case Op::permute:
+      case Op::send:
+      case Op::recv:
         break;
     }
     return out;
@@ -489,6 +510,8 @@ CollectiveFabric::Plan CollectiveFabric::plan(const CollectiveRequest& request,
       break;
     case Op::all_to_all:
     case Op::permute:
+    case Op::send:
+    case Op::recv:
       break;
   }
   return out;

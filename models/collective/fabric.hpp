@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <map>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "base/units.hpp"
@@ -58,20 +59,30 @@ struct CollectiveTiming {
 
 // The algorithms, named as the profiler's CcOp.algorithm names them.
 inline const std::vector<std::string>& collective_algorithms() {
-  static const std::vector<std::string> names = {"ring", "rdh", "mesh", "hierarchical"};
+  // p2p: a send/recv pair's single transfer (appended: the others keep their indices).
+  static const std::vector<std::string> names = {"ring", "rdh", "mesh", "hierarchical", "p2p"};
   return names;
+}
+
+// A collective record's op (CollectiveRecord::op, point_to_point) as outputs name it: a
+// send/recv pair is "send_recv".
+inline std::string_view collective_op_name(uint8_t op, bool point_to_point) {
+  return point_to_point ? std::string_view("send_recv")
+                        : isa::name_of(static_cast<isa::CollectiveOp>(op));
 }
 
 // Why the request cannot be scheduled on this arch ("" when it can): ranks outside the
 // instance or repeated, an unknown algorithm, or one that does not suit the op or the ranks
 // (rdh needs a power-of-two number of ranks; hierarchical the same number of ranks on each
-// chip; permute has only its one step).
+// chip; permute has only its one step; send/recv is p2p between exactly two ranks, sender first,
+// and p2p is only theirs).
 std::string collective_request_error(const config::ArchConfig& arch,
                                      const CollectiveRequest& request);
 
 // The algorithm the runtime picks (intranode-collective-comm.rst, "Algorithm Summary"): mesh
 // below cc.mesh_max_bytes, rdh below cc.rdh_max_bytes when the ranks are a power of two, ring
-// otherwise; permute is its single ring step.
+// otherwise; permute is its single ring step; send/recv is p2p: one step, rank 0 to rank 1, over
+// the route between them (launch + step + bytes over the route's limiting resource).
 std::string collective_algorithm_for(const config::ArchConfig& arch,
                                      const CollectiveRequest& request);
 

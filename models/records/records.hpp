@@ -59,7 +59,16 @@ struct CollectiveRecord {
   Picoseconds triggered;      // the last rank triggered it: the fabric is asked then
   Picoseconds start;          // the first step starts
   Picoseconds end;            // every rank's output is in place; the updates fire
+  // A send/recv pair (op send, algorithm p2p, 2 ranks): first_core sent to peer_core.
+  bool point_to_point = false;
+  uint32_t peer_core = 0;
 };
+
+// The cores of a collective: first_core .. first_core + ranks - 1, or a send/recv's two.
+inline bool collective_has_core(const CollectiveRecord& r, uint32_t core) {
+  if (r.point_to_point) return core == r.first_core || core == r.peer_core;
+  return core >= r.first_core && core < r.first_core + r.ranks;
+}
 
 // One transfer of a collective's traffic in the memory system (docs/chip.md, "Collective
 // traffic and the kernel's DMA"): what one rank sends in one step, moved by its core's DMA

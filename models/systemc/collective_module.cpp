@@ -80,6 +80,10 @@ void CollectiveModule::fail(const std::string& why) {
 }
 
 void CollectiveModule::trigger(uint32_t core, const isa::Instruction& in) {
+  if (isa::is_point_to_point(in.collective_op)) {
+    trigger_pair(core, in);
+    return;
+  }
   const uint32_t k = next_[core]++;
   ++outstanding_[core];
   // Validated: the group divides the cores.
@@ -120,7 +124,7 @@ void CollectiveModule::trigger(uint32_t core, const isa::Instruction& in) {
     fail(fmt::format("collective #{} ({}): {}", k, describe(in), e.what()));
     return;
   }
-  due_.emplace(p.timing.end.value, key);
+  due_.emplace(p.timing.end.value, Due{key, false, {}});
   if (memory_system_ != nullptr) {
     for (const CollectiveTiming::RankTraffic& t : p.timing.traffic) {
       const uint32_t tag = next_tag_++;
@@ -138,6 +142,88 @@ void CollectiveModule::trigger(uint32_t core, const isa::Instruction& in) {
     }
   }
   scheduled_.notify(sc_core::SC_ZERO_TIME);
+}
+
+namespace {
+std::string describe_pair(const isa::Instruction& x) {
+  const bool send = x.collective_op == isa::CollectiveOp::send;
+  const isa::AccessPattern& ap = send ? x.src[0] : x.dst;
+  return fmt::format("{} {} {} elements{}", send ? "sends" : "receives", name_of(ap.dtype),
+                     ap.elements(), x.label.empty() ? "" : fmt::format(" ('{}')", x.label));
+}
+}  // namespace
+
+void CollectiveModule::trigger_pair(uint32_t core, const isa::Instruction& in) {
+  ++outstanding_[core];
+  const bool send = in.collective_op == isa::CollectiveOp::send;
+  // Validated: the partner is another core of the run.
+  const uint32_t peer = isa::peer_core(in.peer_kind, in.peer, core, cores_);
+  const uint32_t from = send ? core : peer, to = send ? peer : core;
+  const uint32_t k = (send ? sends_ : recvs_)[{from, to}]++;
+  const PairKey key{from, to, k};
+  PairPending& p = pairs_[key];
+  if (p.send == nullptr && p.recv == nullptr) p.first_trigger = now();
+  (send ? p.send : p.recv) = &in;
+  if (p.send == nullptr || p.recv == nullptr) return;
+  const isa::AccessPattern& src = p.send->src[0];
+  const isa::AccessPattern& dst = p.recv->dst;
+  if (src.dtype != dst.dtype || src.elements() != dst.elements()) {
+    fail(fmt::format(
+        "send/recv #{} from core {} to core {}: the cores disagree: core {} {}, core {} {}", k,
+        from, to, from, describe_pair(*p.send), to, describe_pair(*p.recv)));
+    return;
+  }
+  p.triggered = now();
+  CollectiveRequest r;
+  r.op = isa::CollectiveOp::send;
+  r.bytes = src.bytes();
+  r.element_bytes = isa::size_of(src.dtype);
+  r.ranks = {CollectiveRank{from / cores_per_chip_, from % cores_per_chip_},
+             CollectiveRank{to / cores_per_chip_, to % cores_per_chip_}};
+  try {
+    p.timing = fabric_.schedule(r, p.triggered);
+  } catch (const std::invalid_argument& e) {
+    fail(fmt::format("send/recv #{} from core {} to core {}: {}", k, from, to, e.what()));
+    return;
+  }
+  due_.emplace(p.timing.end.value, Due{{}, true, key});
+  scheduled_.notify(sc_core::SC_ZERO_TIME);
+}
+
+void CollectiveModule::complete_pair(const PairKey& key) {
+  const auto found = pairs_.find(key);
+  const PairPending& p = found->second;
+  if (memories_[key.from] != nullptr && memories_[key.to] != nullptr) {
+    // The data moves at the end: the sender's src into the receiver's dst.
+    const std::vector<float> values = flat(isa::read(*memories_[key.from], p.send->src[0]));
+    write_flat(*memories_[key.to], p.recv->dst, values.data());
+  }
+  for (const auto& [core, in] : {std::pair{key.from, p.send}, std::pair{key.to, p.recv}}) {
+    for (const isa::SemaphoreUpdate& u : in->updates) {
+      semaphores_[core]->apply(u, SemaphoreFile::kDmaQueue);
+    }
+    --outstanding_[core];
+  }
+  CollectiveRecord rec;
+  rec.index = key.k;
+  rec.first_core = key.from;
+  rec.peer_core = key.to;
+  rec.point_to_point = true;
+  rec.op = static_cast<uint8_t>(isa::CollectiveOp::send);
+  const auto& names = collective_algorithms();
+  rec.algorithm = static_cast<uint8_t>(std::find(names.begin(), names.end(), p.timing.algorithm) -
+                                       names.begin());
+  rec.ranks = 2;
+  rec.chips = key.from / cores_per_chip_ == key.to / cores_per_chip_ ? 1 : 2;
+  rec.steps = p.timing.steps;
+  rec.bytes = p.send->src[0].bytes();
+  rec.first_trigger = p.first_trigger;
+  rec.triggered = p.triggered;
+  rec.start = p.timing.start;
+  rec.end = p.timing.end;
+  sink_.on_collective(rec);
+  pairs_.erase(found);
+  ended_.notify(sc_core::SC_ZERO_TIME);
 }
 
 void CollectiveModule::submit_traffic(uint32_t tag) {
@@ -194,11 +280,15 @@ void CollectiveModule::run() {
       submit_traffic(tag);
       continue;
     }
-    const Key key = due_.begin()->second;
+    const Due due = due_.begin()->second;
     due_.erase(due_.begin());
-    Pending& p = pending_.at(key);
+    if (due.pair) {
+      complete_pair(due.pair_key);
+      continue;
+    }
+    Pending& p = pending_.at(due.key);
     p.fabric_done = true;
-    if (p.traffic_open == 0) complete(key);
+    if (p.traffic_open == 0) complete(due.key);
   }
 }
 
@@ -257,6 +347,9 @@ void CollectiveModule::move_data(const Pending& p) {
         write_flat(memory(r), p.by_rank[r]->dst, src[(r + ranks - 1) % ranks].data());
       }
       break;
+    case isa::CollectiveOp::send:
+    case isa::CollectiveOp::recv:
+      break;  // complete_pair
   }
 }
 
@@ -301,6 +394,22 @@ std::string CollectiveModule::deadlock_report() const {
     }
     out += fmt::format("  waits for collective #{}: cores {} arrived, {} did not\n", key.first,
                        core_list(arrived), core_list(missing));
+  }
+  for (const auto& [key, p] : pairs_) {
+    if (p.send != nullptr && p.recv != nullptr) continue;
+    const isa::Instruction& in = p.send != nullptr ? *p.send : *p.recv;
+    const std::string label = in.label.empty() ? "" : fmt::format(" '{}'", in.label);
+    if (p.send != nullptr) {
+      out += fmt::format(
+          "  waits for send #{} from core {} to core {}: core {} ({}{}) sent, core {} never "
+          "received it (no matching recv from core {})\n",
+          key.k, key.from, key.to, key.from, name_of(in.engine), label, key.to, key.from);
+    } else {
+      out += fmt::format(
+          "  waits for recv #{} on core {} from core {}: core {} ({}{}) waits, core {} never "
+          "sent it (no matching send to core {})\n",
+          key.k, key.to, key.from, key.to, name_of(in.engine), label, key.from, key.to);
+    }
   }
   return out;
 }

@@ -11,6 +11,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "isa/program.hpp"
@@ -71,6 +72,29 @@ class CollectiveModule : public sc_core::sc_module {
     isa::Instruction dma;
     DmaPlan plan;
   };
+  // A send/recv pair: the k-th send from core `from` to core `to` and the k-th recv on `to`
+  // from `from` (counted apart from the group collectives).
+  struct PairKey {
+    uint32_t from = 0, to = 0, k = 0;
+    bool operator<(const PairKey& o) const {
+      return std::tie(from, to, k) < std::tie(o.from, o.to, o.k);
+    }
+  };
+  struct PairPending {
+    const isa::Instruction* send = nullptr;  // nullptr: not triggered yet
+    const isa::Instruction* recv = nullptr;
+    Picoseconds first_trigger;
+    Picoseconds triggered;
+    CollectiveTiming timing;
+  };
+  // What ends at a time: a group collective, or a send/recv pair.
+  struct Due {
+    Key key;
+    bool pair = false;
+    PairKey pair_key;
+  };
+  void trigger_pair(uint32_t core, const isa::Instruction& in);
+  void complete_pair(const PairKey& key);
   void run();
   void fail(const std::string& why);
   void complete(Key key);
@@ -89,7 +113,9 @@ class CollectiveModule : public sc_core::sc_module {
   std::vector<uint32_t> next_;  // per core: the index of its next collective
   std::vector<uint32_t> outstanding_;
   std::map<Key, Pending> pending_;
-  std::multimap<int64_t, Key> due_;  // end time (ps) -> collective
+  std::map<PairKey, PairPending> pairs_;
+  std::map<std::pair<uint32_t, uint32_t>, uint32_t> sends_, recvs_;  // (from, to) -> next k
+  std::multimap<int64_t, Due> due_;                                  // end time (ps) -> collective
   MemorySystemModule* memory_system_ = nullptr;
   std::map<uint32_t, std::unique_ptr<Traffic>> traffic_;  // by tag
   std::multimap<int64_t, uint32_t> traffic_due_;          // submit time (ps) -> tag

@@ -79,8 +79,7 @@ Picoseconds overlap_length(const Intervals& a, const Intervals& b) {
 StatsCollector::CollectiveOverlap StatsCollector::collective_overlap(uint32_t c) const {
   Intervals windows;
   for (const models::CollectiveRecord& r : collectives_) {
-    if (c >= r.first_core && c < r.first_core + r.ranks)
-      windows.emplace_back(r.first_trigger, r.end);
+    if (models::collective_has_core(r, c)) windows.emplace_back(r.first_trigger, r.end);
   }
   windows = merged(std::move(windows));
   CollectiveOverlap o;

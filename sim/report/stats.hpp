@@ -52,9 +52,15 @@ class StatsCollector : public models::EventSink {
     core_programs_ = std::move(programs);
     for (const isa::Program* p : core_programs_) track_compute_ |= has_collective(*p);
   }
-  // A collective ends its ranks' work too (cores first_core .. first_core + ranks - 1).
+  // A collective ends its ranks' work too (cores first_core .. first_core + ranks - 1, or a
+  // send/recv's sender first_core and receiver peer_core).
   void on_collective(const models::CollectiveRecord& r) override {
     collectives_.push_back(r);
+    if (r.point_to_point) {
+      for (const uint32_t c : {r.first_core, r.peer_core})
+        if (c < per_core_.size()) per_core_[c].end = max(per_core_[c].end, r.end);
+      return;
+    }
     for (uint32_t c = r.first_core; c < r.first_core + r.ranks && c < per_core_.size(); ++c) {
       per_core_[c].end = max(per_core_[c].end, r.end);
     }

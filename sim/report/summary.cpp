@@ -217,7 +217,7 @@ json stats_json(const RunReport& r) {
       const Picoseconds d = c.end - c.triggered;
       total = total + d;
       list.push_back({{"index", c.index},
-                      {"op", std::string(isa::name_of(static_cast<isa::CollectiveOp>(c.op)))},
+                      {"op", std::string(models::collective_op_name(c.op, c.point_to_point))},
                       {"algorithm", models::collective_algorithms().at(c.algorithm)},
                       {"bytes", c.bytes},
                       {"ranks", c.ranks},
@@ -229,6 +229,8 @@ json stats_json(const RunReport& r) {
                       {"start_ns", c.start.ns()},
                       {"end_ns", c.end.ns()},
                       {"duration_ns", d.ns()}});
+      // A send/recv: from first_core to peer_core (only these have the key).
+      if (c.point_to_point) list.back()["peer_core"] = c.peer_core;
     }
     out["collectives"] = list;
     out["collective_time"] = seconds(total);
@@ -377,7 +379,7 @@ std::string summary_text(const RunReport& r) {
         break;
       }
       line += fmt::format("{} {} {} {} {} ranks {}", shown_cc == 1 ? "" : ",",
-                          isa::name_of(static_cast<isa::CollectiveOp>(c.op)), bytes_text(c.bytes),
+                          models::collective_op_name(c.op, c.point_to_point), bytes_text(c.bytes),
                           models::collective_algorithms().at(c.algorithm), c.ranks,
                           duration(c.end - c.triggered));
     }

@@ -753,11 +753,19 @@ void TraceWriter::on_kernel(const models::KernelRecord& r) {
 
 void TraceWriter::on_collective(const models::CollectiveRecord& r) {
   if (!keep_collectives_ || !filter_.keeps_span(r.triggered.value, r.end.value)) return;
-  const std::string op(isa::name_of(static_cast<isa::CollectiveOp>(r.op)));
+  const std::string op(models::collective_op_name(r.op, r.point_to_point));
   const std::string& algorithm = models::collective_algorithms().at(r.algorithm);
   const std::string name = fmt::format("{} {} {}", op, algorithm, r.bytes);
   // One slice per rank, from the last rank's trigger to the end (the same on every core).
-  for (uint32_t c = r.first_core; c < r.first_core + r.ranks && c < cores_; ++c) {
+  // A send/recv: on the sender's and the receiver's lanes.
+  std::vector<uint32_t> cores;
+  if (r.point_to_point) {
+    cores = {r.first_core, r.peer_core};
+  } else {
+    for (uint32_t c = r.first_core; c < r.first_core + r.ranks; ++c) cores.push_back(c);
+  }
+  for (const uint32_t c : cores) {
+    if (c >= cores_) continue;
     const int pid = core_pid(c);
     if (proto_) {
       const uint64_t track = track_uuid(pid, kCollectiveLane);

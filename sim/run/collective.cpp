@@ -90,7 +90,7 @@ std::vector<uint64_t> parse_collective_sizes(const std::string& text) {
 int collective(const CollectiveOptions& o) {
   try {
     const auto op = isa::parse_collective_op(o.op);
-    if (!op)
+    if (!op || isa::is_point_to_point(*op))
       throw InputError("unknown collective '" + o.op +
                        "': expected all_reduce, all_gather, reduce_scatter, all_to_all or permute");
     const config::ArchSpec spec = load_arch_spec(o.arch, o.sets);

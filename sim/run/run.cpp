@@ -226,7 +226,7 @@ RunOutcome execute_run(const RunOptions& o, LoadedWorkload* given, const HostDat
       }
       try {
         isa::validate(p, arch);
-        isa::validate_collectives(p, cores);
+        isa::validate_collectives(p, cores, programs.empty() ? -1 : static_cast<int>(c));
       } catch (const isa::ValidationError& e) {
         spdlog::error("{}: the program is invalid: {}", who, e.what());
         return out;

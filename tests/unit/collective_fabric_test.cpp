@@ -404,6 +404,100 @@ TEST_CASE("torus routes are dimension-ordered, the shorter way round") {
   CHECK(f.ring_channels({0}) == 1);
 }
 
+// --- send/recv (p2p): one transfer from rank 0 (the sender) to rank 1 (the receiver) ----------
+
+namespace {
+// The route's resources (docs/chip.md, "Algorithms", p2p): the sender's DMA engines, the
+// sender's HBM stack (read) and the receiver's (write; the same stack serves both when the cores
+// share one), and each link of the route with its hop latency.
+double p2p_ns(const ArchConfig& a, double n, bool same_stack, uint32_t hops) {
+  const double dma = n / a.dma_peak_bytes_per_ns();
+  const double stacks = (same_stack ? 2 * n : n) / a.hbm.stack_bytes_per_ns;
+  const double link = hops > 0 ? n / a.link.bytes_per_ns : 0.0;
+  return launch(a) + alpha(a) + std::max({dma, stacks, link}) + hops * a.link.latency_ns;
+}
+}  // namespace
+
+TEST_CASE("send/recv costs launch + one step + bytes over the limiting resource of its route") {
+  const ArchConfig a = trn2();
+  const double n = 256 * 1024 * 1024.0;
+  const uint32_t per_stack = a.hbm.cores_per_stack;
+  REQUIRE(per_stack >= 1);
+  SECTION("on chip, the cores on different HBM stacks") {
+    REQUIRE(a.chip_cores > per_stack);
+    CollectiveTiming t;
+    const double ns = ns_of(a, request(CollectiveOp::send, n, {{0, 0}, {0, per_stack}}), &t);
+    CHECK(t.algorithm == "p2p");
+    CHECK(t.steps == 1);
+    CHECK(t.link_bytes == 0);
+    CHECK(ns == Approx(p2p_ns(a, n, false, 0)).epsilon(0.05));
+    CHECK(ns == Approx(p2p_ns(a, n, false, 0)).epsilon(1e-6));
+  }
+  SECTION("on chip, the cores sharing a stack: it serves the read and the write") {
+    if (per_stack < 2) return;
+    const double ns = ns_of(a, request(CollectiveOp::send, n, {{0, 0}, {0, 1}}));
+    CHECK(ns == Approx(p2p_ns(a, n, true, 0)).epsilon(1e-6));
+  }
+  SECTION("across chips: the links and their hop latency join the route") {
+    ArchConfig slow = a;
+    slow.link.latency_ns = 700;
+    CollectiveTiming t;
+    // Chips 0 and 1 are neighbours on the torus row; chips 0 and 2 are two hops apart.
+    const double one = ns_of(slow, request(CollectiveOp::send, n, {{0, 0}, {1, 0}}), &t);
+    CHECK(t.link_bytes == static_cast<uint64_t>(n));
+    CHECK(one == Approx(p2p_ns(slow, n, false, 1)).epsilon(1e-6));
+    const double two = ns_of(slow, request(CollectiveOp::send, n, {{0, 0}, {2, 0}}), &t);
+    CHECK(t.link_bytes == static_cast<uint64_t>(2 * n));
+    CHECK(two == Approx(p2p_ns(slow, n, false, 2)).epsilon(1e-6));
+  }
+  SECTION("the links limit when they are the slowest resource") {
+    ArchConfig slow = a;
+    slow.link.bytes_per_ns = 10;
+    const double ns = ns_of(slow, request(CollectiveOp::send, n, {{0, 0}, {1, 0}}));
+    CHECK(ns == Approx(launch(slow) + alpha(slow) + n / 10 + slow.link.latency_ns).epsilon(1e-6));
+  }
+}
+
+TEST_CASE("send/recv of zero bytes is launch + one step (+ the hops' latency), exactly") {
+  const ArchConfig a = trn2();
+  CollectiveTiming t;
+  ns_of(a, request(CollectiveOp::send, 0, {{0, 0}, {0, 1}}), &t);
+  CHECK(t.end.value == trnsim::from_ns(launch(a)).value + trnsim::from_ns(alpha(a)).value);
+  ns_of(a, request(CollectiveOp::send, 0, {{0, 0}, {1, 0}}), &t);
+  CHECK(t.end.value == trnsim::from_ns(launch(a)).value + trnsim::from_ns(alpha(a)).value +
+                           trnsim::from_ns(a.link.latency_ns).value);
+}
+
+TEST_CASE("send/recv reserves its route: it contends with a concurrent collective") {
+  const ArchConfig a = trn2();
+  const double n = 64 * 1024 * 1024.0;
+  const auto p2p = request(CollectiveOp::send, n, {{0, 0}, {1, 0}});
+  const double alone = ns_of(a, p2p);
+  CollectiveFabric f(a);
+  f.schedule(request(CollectiveOp::all_reduce, n, ranks(4, 1), "ring"), Picoseconds(0));
+  const CollectiveTiming after = f.schedule(p2p, Picoseconds(0));
+  CHECK(static_cast<double>(after.end.value) / 1e3 > alone);
+  // A pair on other chips' resources is not delayed.
+  const CollectiveTiming apart =
+      f.schedule(request(CollectiveOp::send, n, {{8, 0}, {9, 0}}), Picoseconds(0));
+  CHECK(static_cast<double>(apart.end.value) / 1e3 == Approx(alone).epsilon(1e-9));
+}
+
+TEST_CASE("send/recv is p2p between exactly two ranks, and p2p is only theirs") {
+  const ArchConfig a = trn2();
+  CHECK(collective_algorithm_for(a, request(CollectiveOp::send, 1024, {{0, 0}, {0, 1}})) == "p2p");
+  CHECK(collective_request_error(a, request(CollectiveOp::send, 1024, {{0, 0}, {0, 1}}, "p2p"))
+            .empty());
+  CHECK_THAT(collective_request_error(a, request(CollectiveOp::send, 1024, ranks(1, 3))),
+             Catch::Contains("two ranks"));
+  CHECK_THAT(
+      collective_request_error(a, request(CollectiveOp::send, 1024, {{0, 0}, {0, 1}}, "ring")),
+      Catch::Contains("p2p"));
+  CHECK_THAT(
+      collective_request_error(a, request(CollectiveOp::all_reduce, 1024, ranks(1, 2), "p2p")),
+      Catch::Contains("send/recv"));
+}
+
 TEST_CASE("a collective's traffic is what each rank sends in each step, at the step's data start") {
   // The memory system carries it next to the kernels' transfers (docs/chip.md, "Collective
   // traffic and the kernel's DMA"): a ring all_gather of n over p ranks sends c = n / p per

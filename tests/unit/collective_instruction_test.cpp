@@ -128,3 +128,96 @@ TEST_CASE("a collective takes HBM tensors of one dtype and a reduction only when
   CHECK_THAT(parse_error(".cores 200\n"), Contains("200 cores; trn2 has 1 to 128 (8 per chip)"));
   CHECK_THAT(parse_error(".chips 17\n"), Contains("17 chips; a trn2 instance has 1 to 16"));
 }
+
+TEST_CASE("send and recv print and parse back with their one operand and peer, in both forms") {
+  const isa::Assembly a =
+      isa::parse_assembly(program_with("s: sp.collective x[:, :], cc=send, peer=+1, update=s+=1\n"
+                                       "r: sp.collective z[:, :], cc=recv, peer=-3, update=s+=1\n"
+                                       "sp.collective z[:, :], cc=recv, peer=2\n"
+                                       ".expect z = recv(x, peer=-1, scale=2)"),
+                          "cc.tasm", trn2());
+  REQUIRE(a.sequence.size() == 3);
+  const isa::Instruction& send = a.sequence[0];
+  CHECK(send.collective_op == isa::CollectiveOp::send);
+  CHECK(send.src[0].present());
+  CHECK_FALSE(send.dst.present());
+  CHECK(send.peer_kind == isa::PeerKind::relative);
+  CHECK(send.peer == 1);
+  const isa::Instruction& recv = a.sequence[1];
+  CHECK(recv.dst.present());
+  CHECK_FALSE(recv.src[0].present());
+  CHECK(recv.peer == -3);
+  CHECK(a.sequence[2].peer_kind == isa::PeerKind::absolute);
+  CHECK(a.sequence[2].peer == 2);
+  REQUIRE(a.expectations.size() == 1);
+  CHECK(a.expectations[0].function == "recv");
+  CHECK(a.expectations[0].peer == -1);
+  CHECK(a.expectations[0].scale == 2.0);
+  isa::Program p = a.program;
+  for (const auto& in : a.sequence) p.stream(Engine::sync).push_back(in);
+  const std::string text = isa::print_assembly(p, {}, {}, a.expectations);
+  CHECK_THAT(text, Contains("s: sp.collective x{"));
+  CHECK_THAT(text, Contains("cc=send, peer=+1"));
+  CHECK_THAT(text, Contains("cc=recv, peer=-3"));
+  CHECK_THAT(text, Contains("cc=recv, peer=2"));
+  CHECK_THAT(text, Contains(".expect z = recv(x, peer=-1, scale=2)"));
+  const isa::Assembly back = isa::parse_assembly(text, "back.tasm", trn2());
+  REQUIRE(back.sequence.size() == 3);
+  CHECK(back.sequence[0].peer == 1);
+  CHECK(back.sequence[0].src[0].present());
+  CHECK(back.sequence[1].peer == -3);
+  // JSON: a send has only "src", a recv only "dst"; peer an integer (absolute) or "+K"/"-K".
+  const nlohmann::json j = isa::to_json(p, {}, {}, a.expectations);
+  const auto& stream = j["streams"]["sp"];
+  CHECK_FALSE(stream[0].contains("dst"));
+  CHECK(stream[0]["peer"] == "+1");
+  CHECK_FALSE(stream[1].contains("src"));
+  CHECK(stream[1]["peer"] == "-3");
+  CHECK(stream[2]["peer"] == 2);
+  const isa::Assembly from = isa::from_json(j, "p.json");
+  const auto& s = from.program.stream(Engine::sync);
+  CHECK(s[0].collective_op == isa::CollectiveOp::send);
+  CHECK(s[0].src[0].present());
+  CHECK(s[0].peer == 1);
+  CHECK(s[1].peer == -3);
+  CHECK(s[2].peer_kind == isa::PeerKind::absolute);
+  REQUIRE(from.expectations.size() == 1);
+  CHECK(from.expectations[0].peer == -1);
+  CHECK(from.expectations[0].scale == 2.0);
+  // The Instruction did not grow: peer sits in padding.
+  CHECK(sizeof(isa::Instruction) <= 760);
+}
+
+TEST_CASE("send and recv take one HBM operand, a peer, no reduction and no group") {
+  CHECK_THAT(parse_error(program_with("sp.collective x[:, :], cc=send")),
+             Contains("cc=send needs its partner core"));
+  CHECK_THAT(parse_error(program_with("sp.collective t[:, :], cc=send, peer=+1")),
+             Contains("a send moves HBM tensors"));
+  CHECK_THAT(parse_error(program_with("sp.collective x[:, :], cc=send, peer=+1, group=2")),
+             Contains("not group="));
+  CHECK_THAT(parse_error(program_with("sp.collective z[:, :], x[:, :], cc=recv, peer=+1")),
+             Contains("cc=recv takes one access pattern (dst, where it receives), found 2"));
+  CHECK_THAT(parse_error(program_with("sp.collective z[:, :], x[:, :], cc=permute, peer=+1")),
+             Contains("peer= is for cc=send and cc=recv"));
+  CHECK_THAT(parse_error(program_with("sp.collective x[:, :], cc=send, peer=-2.5")),
+             Contains("an integer"));
+  CHECK_THAT(parse_error(program_with(".expect z = recv(x)")), Contains("needs its partner"));
+  CHECK_THAT(parse_error(program_with(".expect z = copy(x, scale=2)")),
+             Contains("scale= is for recv"));
+  // The partner's range and itself depend on the run's cores.
+  isa::Instruction in;
+  in.opcode = isa::Opcode::collective;
+  in.collective_op = isa::CollectiveOp::send;
+  in.peer_kind = isa::PeerKind::relative;
+  in.peer = -1;
+  CHECK(isa::point_to_point_error(in, 4, -1).empty());
+  CHECK_THAT(isa::point_to_point_error(in, 1, -1), Contains("partner is itself"));
+  in.peer_kind = isa::PeerKind::absolute;
+  in.peer = 3;
+  CHECK(isa::point_to_point_error(in, 4, 0).empty());
+  CHECK_THAT(isa::point_to_point_error(in, 4, 3), Contains("core 3 sends to itself"));
+  CHECK_THAT(isa::point_to_point_error(in, 4, -1), Contains("would send to itself"));
+  CHECK_THAT(isa::point_to_point_error(in, 2, 0), Contains("the run has cores 0 to 1"));
+  CHECK(isa::peer_core(isa::PeerKind::relative, -1, 0, 4) == 3);
+  CHECK(isa::peer_core(isa::PeerKind::relative, 5, 3, 4) == 0);
+}

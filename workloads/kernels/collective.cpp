@@ -48,7 +48,8 @@ std::vector<float> collective_reference(const std::string& f,
 
 LoweredKernel lower_collective(const Workload& w, const config::ArchConfig& arch, bool functional) {
   if (!w.options.contains("op") || !w.options["op"].is_string() ||
-      !isa::parse_collective_op(w.options["op"].get<std::string>())) {
+      !isa::parse_collective_op(w.options["op"].get<std::string>()) ||
+      isa::is_point_to_point(*isa::parse_collective_op(w.options["op"].get<std::string>()))) {
     throw WorkloadError(w.file, "/op",
                         fmt::format("expected one of \"all_reduce\", \"all_gather\", "
                                     "\"reduce_scatter\", \"all_to_all\", \"permute\", got {}",
