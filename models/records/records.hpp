@@ -75,11 +75,12 @@ inline bool collective_has_core(const CollectiveRecord& r, uint32_t core) {
 // engines on the collectives' own queue.
 struct CollectiveTransferRecord {
   int core = 0;
-  uint32_t collective = 0;  // the collective's index (CollectiveRecord::index)
-  uint32_t first_core = 0;  // of the collective's group
-  Picoseconds issued;       // submitted to the memory system
-  Picoseconds start;        // its data started moving
-  Picoseconds end;          // completed
+  uint32_t collective = 0;      // the collective's index (CollectiveRecord::index)
+  uint32_t first_core = 0;      // of the collective's group; a send/recv's sender
+  bool point_to_point = false;  // a send/recv pair's (collective is then its k)
+  Picoseconds issued;           // submitted to the memory system
+  Picoseconds start;            // its data started moving
+  Picoseconds end;              // completed
   uint64_t bytes = 0;
 };
 

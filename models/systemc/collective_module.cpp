@@ -125,22 +125,9 @@ void CollectiveModule::trigger(uint32_t core, const isa::Instruction& in) {
     return;
   }
   due_.emplace(p.timing.end.value, Due{key, false, {}});
-  if (memory_system_ != nullptr) {
-    for (const CollectiveTiming::RankTraffic& t : p.timing.traffic) {
-      const uint32_t tag = next_tag_++;
-      auto x = std::make_unique<Traffic>();
-      x->key = key;
-      x->core = p.first_core + t.rank;
-      x->bytes = t.bytes;
-      traffic_.emplace(tag, std::move(x));
-      // Submitted so that, on idle engines, its data starts when the fabric's step does: the
-      // DMA's start latency and setup are part of the step's fixed cost (cc.step_ns).
-      const Picoseconds lead =
-          from_ns(arch_.dma_start_latency_ns) + from_ns(arch_.dma_transfer_setup_ns);
-      traffic_due_.emplace(std::max(t.at.value - lead.value, now().value), tag);
-      ++p.traffic_open;
-    }
-  }
+  std::vector<uint32_t> cores;
+  for (uint32_t r = 0; r < p.by_rank.size(); ++r) cores.push_back(p.first_core + r);
+  p.traffic_open = add_traffic(Due{key, false, {}}, p.timing, cores);
   scheduled_.notify(sc_core::SC_ZERO_TIME);
 }
 
@@ -187,6 +174,7 @@ void CollectiveModule::trigger_pair(uint32_t core, const isa::Instruction& in) {
     return;
   }
   due_.emplace(p.timing.end.value, Due{{}, true, key});
+  p.traffic_open = add_traffic(Due{{}, true, key}, p.timing, {from, to});
   scheduled_.notify(sc_core::SC_ZERO_TIME);
 }
 
@@ -220,15 +208,38 @@ void CollectiveModule::complete_pair(const PairKey& key) {
   rec.first_trigger = p.first_trigger;
   rec.triggered = p.triggered;
   rec.start = p.timing.start;
-  rec.end = p.timing.end;
+  rec.end = now();
   sink_.on_collective(rec);
   pairs_.erase(found);
   ended_.notify(sc_core::SC_ZERO_TIME);
 }
 
+uint32_t CollectiveModule::add_traffic(const Due& of, const CollectiveTiming& timing,
+                                       const std::vector<uint32_t>& cores) {
+  if (memory_system_ == nullptr) return 0;
+  // Submitted so that, on idle engines, its data starts when the fabric's step does: the DMA's
+  // start latency and setup are part of the step's fixed cost (cc.step_ns).
+  const Picoseconds lead =
+      from_ns(arch_.dma_start_latency_ns) + from_ns(arch_.dma_transfer_setup_ns);
+  for (const CollectiveTiming::RankTraffic& t : timing.traffic) {
+    const uint32_t tag = next_tag_++;
+    auto x = std::make_unique<Traffic>();
+    x->of = of;
+    x->core = cores[t.rank];
+    x->bytes = t.bytes;
+    traffic_.emplace(tag, std::move(x));
+    traffic_due_.emplace(std::max(t.at.value - lead.value, now().value), tag);
+  }
+  return static_cast<uint32_t>(timing.traffic.size());
+}
+
 void CollectiveModule::submit_traffic(uint32_t tag) {
   Traffic& t = *traffic_.at(tag);
-  const isa::Instruction& in = *pending_.at(t.key).by_rank[t.core - t.key.second];
+  // The rank's own operands: a send has only its src, a recv only its dst.
+  const isa::Instruction& in = t.of.pair ? *pairs_.at(t.of.pair_key).send
+                                         : *pending_.at(t.of.key).by_rank[t.core - t.of.key.second];
+  const uint64_t read_at = in.src[0].offset;
+  const uint64_t write_at = t.of.pair ? read_at : in.dst.offset;
   // The bytes as 128 partitions of fp32 (or fewer partitions for a small step), read from the
   // rank's input and written at its output: the rank's own HBM stack, by its 16 DMA engines.
   const uint64_t words = std::max<uint64_t>(1, (t.bytes + 3) / 4);
@@ -237,9 +248,9 @@ void CollectiveModule::submit_traffic(uint32_t tag) {
   t.dma.opcode = isa::Opcode::dma_copy;
   t.dma.engine = in.engine;
   t.dma.dma_queue = memory_system_->collective_queue();
-  t.dma.src[0] = isa::hbm_ap(isa::DType::fp32, in.src[0].offset, partitions, row,
+  t.dma.src[0] = isa::hbm_ap(isa::DType::fp32, read_at, partitions, row,
                              {isa::Dim{1, static_cast<uint32_t>(row)}});
-  t.dma.dst = isa::hbm_ap(isa::DType::fp32, in.dst.offset, partitions, row,
+  t.dma.dst = isa::hbm_ap(isa::DType::fp32, write_at, partitions, row,
                           {isa::Dim{1, static_cast<uint32_t>(row)}});
   t.plan = plan_transfer(t.dma, arch_);
   memory_system_->submit_collective(t.core, t.dma, t.plan, tag);
@@ -247,21 +258,27 @@ void CollectiveModule::submit_traffic(uint32_t tag) {
 
 void CollectiveModule::traffic_done(uint32_t tag, const DmaTransfer& transfer) {
   const auto found = traffic_.find(tag);
-  const Key key = found->second->key;
+  const Due of = found->second->of;
   CollectiveTransferRecord r;
   r.core = static_cast<int>(transfer.core);
-  r.collective = key.first;
-  r.first_core = key.second;
+  r.collective = of.pair ? of.pair_key.k : of.key.first;
+  r.first_core = of.pair ? of.pair_key.from : of.key.second;
+  r.point_to_point = of.pair;
   r.issued = transfer.issued;
   r.start = transfer.start;
   r.end = transfer.end;
   r.bytes = found->second->bytes;
   sink_.on_collective_transfer(r);
   traffic_.erase(found);
-  Pending& p = pending_.at(key);
   // The collective ends when the fabric has moved its data and the memory system has carried
   // every step's traffic, whichever comes later.
-  if (--p.traffic_open == 0 && p.fabric_done) complete(key);
+  if (of.pair) {
+    PairPending& p = pairs_.at(of.pair_key);
+    if (--p.traffic_open == 0 && p.fabric_done) complete_pair(of.pair_key);
+    return;
+  }
+  Pending& p = pending_.at(of.key);
+  if (--p.traffic_open == 0 && p.fabric_done) complete(of.key);
 }
 
 void CollectiveModule::run() {
@@ -283,7 +300,9 @@ void CollectiveModule::run() {
     const Due due = due_.begin()->second;
     due_.erase(due_.begin());
     if (due.pair) {
-      complete_pair(due.pair_key);
+      PairPending& p = pairs_.at(due.pair_key);
+      p.fabric_done = true;
+      if (p.traffic_open == 0) complete_pair(due.pair_key);
       continue;
     }
     Pending& p = pending_.at(due.key);

@@ -63,15 +63,6 @@ class CollectiveModule : public sc_core::sc_module {
     uint32_t traffic_open = 0;  // its transfers in the memory system not yet completed
     bool fabric_done = false;   // the fabric's end has passed
   };
-  // One step's transfer of one rank in the memory system: a DMA copy within the rank's HBM of
-  // the bytes it sends (the plan points into it, so it lives until it completes).
-  struct Traffic {
-    Key key;
-    uint32_t core = 0;
-    uint64_t bytes = 0;
-    isa::Instruction dma;
-    DmaPlan plan;
-  };
   // A send/recv pair: the k-th send from core `from` to core `to` and the k-th recv on `to`
   // from `from` (counted apart from the group collectives).
   struct PairKey {
@@ -86,6 +77,8 @@ class CollectiveModule : public sc_core::sc_module {
     Picoseconds first_trigger;
     Picoseconds triggered;
     CollectiveTiming timing;
+    uint32_t traffic_open = 0;  // as Pending's
+    bool fabric_done = false;
   };
   // What ends at a time: a group collective, or a send/recv pair.
   struct Due {
@@ -93,6 +86,19 @@ class CollectiveModule : public sc_core::sc_module {
     bool pair = false;
     PairKey pair_key;
   };
+  // One step's transfer of one rank in the memory system: a DMA copy within the rank's HBM of
+  // the bytes it sends (the plan points into it, so it lives until it completes); `of` is the
+  // collective or the send/recv pair it belongs to.
+  struct Traffic {
+    Due of;
+    uint32_t core = 0;
+    uint64_t bytes = 0;
+    isa::Instruction dma;
+    DmaPlan plan;
+  };
+  // Enters `timing`'s traffic, rank r on core cores[r], to be submitted as the steps begin.
+  uint32_t add_traffic(const Due& of, const CollectiveTiming& timing,
+                       const std::vector<uint32_t>& cores);
   void trigger_pair(uint32_t core, const isa::Instruction& in);
   void complete_pair(const PairKey& key);
   void run();

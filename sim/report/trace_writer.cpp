@@ -801,7 +801,8 @@ void TraceWriter::on_collective_transfer(const models::CollectiveTransferRecord&
     return;
   }
   const int pid = core_pid(core);
-  const std::string name = fmt::format("collective #{} traffic", r.collective);
+  const std::string name =
+      fmt::format("{} #{} traffic", r.point_to_point ? "send" : "collective", r.collective);
   if (proto_) {
     const uint64_t track = track_uuid(pid, kCollectiveDmaLane);
     proto_begin(track, name, Category::dma);

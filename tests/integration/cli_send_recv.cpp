@@ -62,7 +62,9 @@ TEST_CASE("send/recv: the pipeline example passes its check, one p2p record per 
   CHECK(slices == 8);  // each pair on the sender's and the receiver's lanes
 }
 
-TEST_CASE("send/recv moves the peer's data, and one pair alone costs the fabric's p2p time") {
+TEST_CASE(
+    "send/recv moves the peer's data, and one pair alone costs the fabric's p2p time or its "
+    "traffic's") {
   const std::string dir = trnsim_test::fresh_dir("sr_two");
   const std::string path = trnsim_test::write_file(
       dir, "two.tasm", ring(2, kSend, kRecv, ".expect y = recv(x, peer=-1)\n"));
@@ -73,7 +75,9 @@ TEST_CASE("send/recv moves the peer's data, and one pair alone costs the fabric'
   CHECK(stats["check"]["status"] == "pass");
   CHECK(stats["check"]["mismatches"] == 0);
   REQUIRE(stats["collectives"].size() == 2);
-  // The first pair to meet runs on an idle fabric: exactly CollectiveFabric's time.
+  // The first pair to meet runs on an idle fabric: CollectiveFabric's time, or its traffic's in
+  // the memory system when that ends later (docs/chip.md, "Collective traffic and the kernel's
+  // DMA": the HBM's access latency), within 10% for this small (2 KiB) transfer.
   const auto& c = stats["collectives"][0];
   models::CollectiveFabric fabric(*config::preset("trn2"));
   models::CollectiveRequest q;
@@ -81,7 +85,11 @@ TEST_CASE("send/recv moves the peer's data, and one pair alone costs the fabric'
   q.bytes = 8 * 64 * 4;
   q.ranks = {{0, c["first_core"].get<uint32_t>()}, {0, c["peer_core"].get<uint32_t>()}};
   const Picoseconds triggered = ps(c["trigger_ns"].get<double>());
-  CHECK(ps(c["end_ns"].get<double>()) == fabric.schedule(q, triggered).end);
+  const Picoseconds fabric_end = fabric.schedule(q, triggered).end;
+  const Picoseconds end = ps(c["end_ns"].get<double>());
+  CHECK(end >= fabric_end);
+  CHECK(static_cast<double>((end - triggered).value) <=
+        1.1 * static_cast<double>((fabric_end - triggered).value));
   // Against the other direction's reference, the check fails.
   const std::string wrong = trnsim_test::write_file(
       dir, "wrong.tasm", ring(4, kSend, kRecv, ".expect y = recv(x, peer=+1)\n"));
