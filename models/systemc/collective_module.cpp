@@ -22,6 +22,11 @@ void write_flat(isa::MemoryImage& mem, const isa::AccessPattern& ap, const float
   isa::write(mem, ap, t);
 }
 
+uint8_t algorithm_index(const std::string& algorithm) {
+  const auto& names = collective_algorithms();
+  return static_cast<uint8_t>(std::find(names.begin(), names.end(), algorithm) - names.begin());
+}
+
 std::string core_list(const std::vector<uint32_t>& cores) {
   return fmt::format("{{{}}}", fmt::join(cores, ", "));
 }
@@ -178,6 +183,17 @@ void CollectiveModule::trigger_pair(uint32_t core, const isa::Instruction& in) {
   scheduled_.notify(sc_core::SC_ZERO_TIME);
 }
 
+// The times every collective record has, and its delivery: it ends now (the fabric's end, or
+// its traffic's in the memory system when later).
+void CollectiveModule::finish_record(CollectiveRecord& rec, Picoseconds first_trigger,
+                                     Picoseconds triggered, const CollectiveTiming& timing) {
+  rec.first_trigger = first_trigger;
+  rec.triggered = triggered;
+  rec.start = timing.start;
+  rec.end = now();
+  sink_.on_collective(rec);
+}
+
 void CollectiveModule::complete_pair(const PairKey& key) {
   const auto found = pairs_.find(key);
   const PairPending& p = found->second;
@@ -198,18 +214,12 @@ void CollectiveModule::complete_pair(const PairKey& key) {
   rec.peer_core = key.to;
   rec.point_to_point = true;
   rec.op = static_cast<uint8_t>(isa::CollectiveOp::send);
-  const auto& names = collective_algorithms();
-  rec.algorithm = static_cast<uint8_t>(std::find(names.begin(), names.end(), p.timing.algorithm) -
-                                       names.begin());
+  rec.algorithm = algorithm_index(p.timing.algorithm);
   rec.ranks = 2;
   rec.chips = key.from / cores_per_chip_ == key.to / cores_per_chip_ ? 1 : 2;
   rec.steps = p.timing.steps;
   rec.bytes = p.send->src[0].bytes();
-  rec.first_trigger = p.first_trigger;
-  rec.triggered = p.triggered;
-  rec.start = p.timing.start;
-  rec.end = now();
-  sink_.on_collective(rec);
+  finish_record(rec, p.first_trigger, p.triggered, p.timing);
   pairs_.erase(found);
   ended_.notify(sc_core::SC_ZERO_TIME);
 }
@@ -387,18 +397,12 @@ void CollectiveModule::complete(Key key) {
   rec.index = key.first;
   rec.first_core = p.first_core;
   rec.op = static_cast<uint8_t>(p.by_rank[0]->collective_op);
-  const auto& names = collective_algorithms();
-  rec.algorithm = static_cast<uint8_t>(std::find(names.begin(), names.end(), p.timing.algorithm) -
-                                       names.begin());
+  rec.algorithm = algorithm_index(p.timing.algorithm);
   rec.ranks = ranks;
   rec.chips = (p.first_core + ranks - 1) / cores_per_chip_ - p.first_core / cores_per_chip_ + 1;
   rec.steps = p.timing.steps;
   rec.bytes = request_for(*p.by_rank[0], p.first_core).bytes;
-  rec.first_trigger = p.first_trigger;
-  rec.triggered = p.triggered;
-  rec.start = p.timing.start;
-  rec.end = now();
-  sink_.on_collective(rec);
+  finish_record(rec, p.first_trigger, p.triggered, p.timing);
   pending_.erase(found);
   ended_.notify(sc_core::SC_ZERO_TIME);
 }

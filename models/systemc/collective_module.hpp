@@ -104,6 +104,8 @@ class CollectiveModule : public sc_core::sc_module {
   void run();
   void fail(const std::string& why);
   void complete(Key key);
+  void finish_record(CollectiveRecord& rec, Picoseconds first_trigger, Picoseconds triggered,
+                     const CollectiveTiming& timing);
   void submit_traffic(uint32_t tag);
   void traffic_done(uint32_t tag, const DmaTransfer& transfer);
   void move_data(const Pending& p);
