@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <memory>
 #include <new>
+#include <vector>
 
 namespace trnsim::base {
 
@@ -71,5 +72,37 @@ struct LargePageAllocator {
     return (bytes + kLargePageBytes - 1) / kLargePageBytes * kLargePageBytes;
   }
 };
+
+// For a std::vector of plain values that will be large (the functional run's HBM image, the
+// reference's tensors, the inputs): reserves room for n values and, before any of it is
+// touched, asks for transparent huge pages over the 2 MiB-aligned part of it, as
+// LargePageAllocator does for its own mappings. The vector keeps std::allocator, so its type is
+// unchanged. glibc mostly serves allocations this large with a mapping of their own; where it
+// takes one from its heap instead, the advice covers heap pages too, which is harmless. Where
+// THP is off (or under AddressSanitizer) it only reserves. A decoder layer's functional run
+// faults in several GB of such vectors (docs/performance.md).
+template <typename T>
+void reserve_large(std::vector<T>& v, size_t n) {
+  v.reserve(n);
+  const size_t bytes = v.capacity() * sizeof(T);
+  if (bytes < kLargePageThreshold || !v.empty()) return;
+#ifdef MADV_HUGEPAGE
+  const auto begin = reinterpret_cast<uintptr_t>(v.data());
+  const uintptr_t first = (begin + kLargePageBytes - 1) / kLargePageBytes * kLargePageBytes;
+  const uintptr_t last = (begin + bytes) / kLargePageBytes * kLargePageBytes;
+  if (last > first) {
+    madvise(reinterpret_cast<void*>(first), last - first, MADV_HUGEPAGE);  // advice only
+  }
+#endif
+}
+
+// A vector of n value-initialized (zero) values, large ones on huge pages (reserve_large).
+template <typename T>
+std::vector<T> large_vector(size_t n) {
+  std::vector<T> v;
+  reserve_large(v, n);
+  v.resize(n);
+  return v;
+}
 
 }  // namespace trnsim::base

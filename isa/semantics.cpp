@@ -7,6 +7,9 @@
 #include <functional>
 #include <limits>
 
+#include "base/gemm.hpp"
+#include "base/large_page_allocator.hpp"
+
 namespace trnsim::isa {
 
 MemoryImage::MemoryImage(const config::ArchConfig& arch, uint64_t dram_bytes)
@@ -15,7 +18,7 @@ MemoryImage::MemoryImage(const config::ArchConfig& arch, uint64_t dram_bytes)
       psum_partition_bytes(arch.psum_partition_bytes),
       sbuf(arch.partitions * arch.sbuf_partition_bytes),
       psum(arch.partitions * arch.psum_partition_bytes),
-      hbm(dram_bytes) {}
+      hbm(base::large_vector<uint8_t>(dram_bytes)) {}
 
 void MemoryImage::share_hbm(MemoryImage& owner) {
   shared_hbm = &owner.hbm_bytes();
@@ -479,7 +482,10 @@ void execute(const Instruction& in, MemoryImage& mem) {
     case Opcode::matmul: {
       const Tile stationary = read(mem, in.src[0]);  // K x M
       const Tile moving = read(mem, in.src[1]);      // K x N
-      Tile product = (stationary.matrix().transpose() * moving.matrix()).array();
+      Tile product(stationary.cols(), moving.cols());
+      base::gemm(product.rows(), product.cols(), stationary.rows(), stationary.data(),
+                 stationary.cols(), true, moving.data(), moving.cols(), false, 0.0f, product.data(),
+                 product.cols());
       if (!in.accumulate_start) product += read(mem, in.dst);
       write(mem, in.dst, product);
       return;

@@ -7,6 +7,8 @@
 #include <cmath>
 #include <map>
 
+#include "base/gemm.hpp"
+#include "base/large_page_allocator.hpp"
 #include "base/names.hpp"
 #include "workloads/kernels/attention.hpp"
 #include "workloads/kernels/collective.hpp"
@@ -1007,6 +1009,56 @@ namespace {
 
 // One op of the graph: appends its values to v. The results of an op that runs on the host are
 // the next of `inputs` (from next_given on).
+// A given tensor's values in double (large ones on huge pages).
+std::vector<double> to_values(const std::vector<float>& given) {
+  std::vector<double> v;
+  base::reserve_large(v, given.size());
+  v.assign(given.begin(), given.end());
+  return v;
+}
+
+// n zeros, in the smallest spare buffer that holds them when there is one (no new pages to
+// fault in and clear), else in a new vector.
+std::vector<double> zeroed(std::vector<std::vector<double>>& spare, size_t n) {
+  auto best = spare.end();
+  for (auto it = spare.begin(); it != spare.end(); ++it) {
+    if (it->capacity() >= n && (best == spare.end() || it->capacity() < best->capacity())) {
+      best = it;
+    }
+  }
+  if (best == spare.end()) return base::large_vector<double>(n);
+  std::vector<double> out = std::move(*best);
+  spare.erase(best);
+  out.assign(n, 0.0);
+  return out;
+}
+
+// For each op, the tensors it is the last to read; the graph's outputs are never among them.
+std::vector<std::vector<std::string>> last_reads(const Graph& g) {
+  std::map<std::string, size_t> last;
+  for (size_t i = 0; i < g.ops.size(); ++i) {
+    for (const GraphArg& a : g.ops[i].args) {
+      if (a.is_tensor()) last[a.tensor] = i;
+    }
+  }
+  for (const std::string& name : g.outputs) last.erase(name);
+  std::vector<std::vector<std::string>> dying(g.ops.size());
+  for (const auto& [name, i] : last) dying[i].push_back(name);
+  return dying;
+}
+
+// Releases the values no later op reads, keeping their memory for later results.
+void release(GraphValues& v, const std::vector<std::string>& dead) {
+  for (const std::string& name : dead) {
+    for (size_t i = 0; i < v.names.size(); ++i) {
+      if (v.names[i] == name && v.values[i].capacity() > 0) {
+        v.spare.push_back(std::move(v.values[i]));
+        v.values[i] = std::vector<double>();
+      }
+    }
+  }
+}
+
 void evaluate_op(const Graph& g, const GraphOp& op, GraphValues& v,
                  const std::vector<std::vector<float>>& inputs, size_t& next_given,
                  const std::vector<std::string>& rounded) {
@@ -1015,12 +1067,12 @@ void evaluate_op(const Graph& g, const GraphOp& op, GraphValues& v,
   if (op.kind == OpKind::host) {
     for (const GraphInput& r : op.results) {
       v.names.push_back(r.tensor.name);
-      v.values.emplace_back(inputs[next_given].begin(), inputs[next_given].end());
+      v.values.push_back(to_values(inputs[next_given]));
       ++next_given;
     }
     return;
   }
-  std::vector<double> out(op.out.elements());
+  std::vector<double> out = zeroed(v.spare, op.out.elements());
   const GraphTensor& x0 = *g.find(op.args[0].is_tensor() ? op.args[0].tensor : op.args[1].tensor);
   if (op.kind == OpKind::unary) {
     const auto& x = get(op.args[0].tensor);
@@ -1097,14 +1149,17 @@ void evaluate_op(const Graph& g, const GraphOp& op, GraphValues& v,
       Eigen::Map<const Mat> ma(get(op.args[0].tensor).data() + i * m * k, m, k);
       const double* bp = get(op.args[1].tensor).data() + (shared_b ? 0 : i * k * n);
       Eigen::Map<Mat> mc(out.data() + i * m * n, m, n);
+      if (!in_fp32) {
+        base::gemm(m, n, k, ma.data(), k, false, bp, op.transpose_b ? k : n, op.transpose_b, 0.0,
+                   mc.data(), n);
+        continue;
+      }
       const auto multiply = [&](const auto& b_kn) {  // B as [K, N]
-        if (!in_fp32) {
-          mc.noalias() = ma * b_kn;
-          return;
-        }
+        if (fa.empty()) base::reserve_large(fa, static_cast<size_t>(m * k));
         fa.resize(static_cast<size_t>(m * k));
         Eigen::Map<MatF>(fa.data(), m, k) = ma.cast<float>();
         if (i == 0 || !shared_b) {
+          if (fb.empty()) base::reserve_large(fb, static_cast<size_t>(k * n));
           fb.resize(static_cast<size_t>(k * n));
           Eigen::Map<MatF>(fb.data(), k, n) = b_kn.template cast<float>();
         }
@@ -1181,10 +1236,15 @@ GraphValues evaluate_graph(const Graph& g, const std::vector<std::vector<float>>
   GraphValues v;
   for (size_t i = 0; i < g.inputs.size(); ++i) {
     v.names.push_back(g.inputs[i].tensor.name);
-    v.values.emplace_back(inputs[i].begin(), inputs[i].end());
+    v.values.push_back(to_values(inputs[i]));
   }
   size_t next_given = g.inputs.size();
-  for (const GraphOp& op : g.ops) evaluate_op(g, op, v, inputs, next_given, rounded);
+  const std::vector<std::vector<std::string>> dying = last_reads(g);
+  for (size_t i = 0; i < g.ops.size(); ++i) {
+    evaluate_op(g, g.ops[i], v, inputs, next_given, rounded);
+    release(v, dying[i]);
+  }
+  v.spare.clear();
   return v;
 }
 
@@ -1197,13 +1257,16 @@ std::vector<GraphValues> evaluate_graph_cores(
   for (size_t c = 0; c < cores; ++c) {
     for (size_t i = 0; i < g.inputs.size(); ++i) {
       v[c].names.push_back(g.inputs[i].tensor.name);
-      v[c].values.emplace_back(inputs[c][i].begin(), inputs[c][i].end());
+      v[c].values.push_back(to_values(inputs[c][i]));
     }
   }
-  for (const GraphOp& op : g.ops) {
+  const std::vector<std::vector<std::string>> dying = last_reads(g);
+  for (size_t op_index = 0; op_index < g.ops.size(); ++op_index) {
+    const GraphOp& op = g.ops[op_index];
     if (op.kind != OpKind::collective) {
       for (size_t c = 0; c < cores; ++c) {
         evaluate_op(g, op, v[c], inputs[c], next_given[c], rounded);
+        release(v[c], dying[op_index]);
       }
       continue;
     }
@@ -1230,7 +1293,9 @@ std::vector<GraphValues> evaluate_graph_cores(
       v[c].names.push_back(op.out.name);
       v[c].values.push_back(std::move(out));
     }
+    for (size_t c = 0; c < cores; ++c) release(v[c], dying[op_index]);
   }
+  for (GraphValues& values : v) values.spare.clear();
   return v;
 }
 

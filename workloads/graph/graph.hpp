@@ -131,9 +131,14 @@ Graph parse_graph(const nlohmann::json& doc, const std::string& file);
 // dtype when produced (the lowering stores it in HBM in that dtype); others stay unrounded.
 // `inputs` holds the values of Graph::given_tensors() in that order (the results of an op that
 // runs on the host are given, not computed). Returns every tensor's values, by name.
+// The reference's values by tensor name. Evaluating a graph keeps only what a later op reads and
+// the graph's outputs: a value is released (left empty) after its last reader, and its memory
+// is reused for a later op's result (`spare`), so that a decoder layer's reference does not
+// hold, and fault in afresh, every intermediate tensor.
 struct GraphValues {
   std::vector<std::string> names;
   std::vector<std::vector<double>> values;
+  std::vector<std::vector<double>> spare;  // released values' memory, for later results
   const std::vector<double>* find(const std::string& name) const;
 };
 GraphValues evaluate_graph(const Graph& g, const std::vector<std::vector<float>>& inputs,

@@ -12,6 +12,7 @@
 #include <set>
 #include <sstream>
 
+#include "base/large_page_allocator.hpp"
 #include "compiler/synchronize.hpp"
 #include "models/estimate/estimate.hpp"
 #include "workloads/graph/graph.hpp"
@@ -1070,7 +1071,7 @@ LibraryKernel library_kernel(const Workload& w, const Graph& g, const GraphOp& o
 std::vector<float> input_values(const Workload& w, const GraphInput& in, size_t index,
                                 uint32_t core = 0) {
   const GraphTensor& t = in.tensor;
-  std::vector<float> v(t.elements());
+  std::vector<float> v = base::large_vector<float>(t.elements());
   SeededRandom rng((w.seed + (in.per_core ? core : 0)) * 1000003 + index);
   switch (in.init.kind) {
     case GraphInit::Kind::normal:
@@ -1361,16 +1362,19 @@ LoweredKernel lower_graph(const Workload& w, const config::ArchConfig& arch, boo
     const std::vector<const GraphInput*> given = g.given_tensors();
     std::vector<std::vector<std::vector<float>>> values(g.cores);
     for (uint32_t c = 0; c < g.cores; ++c) {
-      std::vector<HostTensor> inputs;
-      for (size_t i = 0; i < given.size(); ++i) {
+      for (size_t i = 0; i < given.size(); ++i)
         values[c].push_back(input_values(w, *given[i], i, c));
-        const GraphTensor& t = given[i]->tensor;
-        inputs.push_back(HostTensor{t.name, t.dtype, t.shape, values[c].back()});
-      }
-      out.core_inputs.push_back(std::move(inputs));
     }
     const std::vector<GraphValues> ref =
         evaluate_graph_cores(g, values, std::vector<std::string>(rounded.begin(), rounded.end()));
+    for (uint32_t c = 0; c < g.cores; ++c) {  // the values move into the inputs, not copied
+      std::vector<HostTensor> inputs;
+      for (size_t i = 0; i < given.size(); ++i) {
+        const GraphTensor& t = given[i]->tensor;
+        inputs.push_back(HostTensor{t.name, t.dtype, t.shape, std::move(values[c][i])});
+      }
+      out.core_inputs.push_back(std::move(inputs));
+    }
     for (uint32_t c = 0; c < g.cores; ++c) {
       std::vector<HostTensor> expected;
       for (const std::string& name : g.outputs) {
@@ -1389,13 +1393,13 @@ LoweredKernel lower_graph(const Workload& w, const config::ArchConfig& arch, boo
     // the kernels that read it).
     std::vector<std::vector<float>> values;
     const std::vector<const GraphInput*> given = g.given_tensors();
-    for (size_t i = 0; i < given.size(); ++i) {
-      values.push_back(input_values(w, *given[i], i));
-      const GraphTensor& t = given[i]->tensor;
-      out.inputs.push_back(HostTensor{t.name, t.dtype, t.shape, values.back()});
-    }
+    for (size_t i = 0; i < given.size(); ++i) values.push_back(input_values(w, *given[i], i));
     const GraphValues ref =
         evaluate_graph(g, values, std::vector<std::string>(rounded.begin(), rounded.end()));
+    for (size_t i = 0; i < given.size(); ++i) {  // the values move into the inputs, not copied
+      const GraphTensor& t = given[i]->tensor;
+      out.inputs.push_back(HostTensor{t.name, t.dtype, t.shape, std::move(values[i])});
+    }
     for (const std::string& name : g.outputs) {
       const GraphTensor& t = *g.find(name);
       const std::vector<double>& v = *ref.find(name);

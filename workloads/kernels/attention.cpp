@@ -5,6 +5,7 @@
 #include <Eigen/Core>
 #include <cmath>
 
+#include "base/gemm.hpp"
 #include "workloads/kernels/instruction_builder.hpp"
 
 namespace trnsim::workloads {
@@ -118,7 +119,10 @@ std::vector<float> attention_in(const std::vector<float>& q, const std::vector<f
       for (size_t b = first; b < last; ++b) {
         const int64_t r0 = static_cast<int64_t>(b) * 128;
         const int64_t rows = std::min<int64_t>(128, seq - r0);
-        Matrix s = Q.middleRows(r0, rows) * K.transpose() * scale;
+        Matrix s(rows, seq);
+        trnsim::base::gemm(rows, seq, head_dim, Q.data() + r0 * head_dim, head_dim, false, K.data(),
+                           head_dim, true, Real(0), s.data(), seq);
+        s *= scale;
         for (int64_t i = 0; i < rows; ++i) {
           const int64_t seen = causal ? r0 + i + 1 : seq;
           const Real mx = s.row(i).head(seen).maxCoeff();
@@ -129,7 +133,9 @@ std::vector<float> attention_in(const std::vector<float>& q, const std::vector<f
           }
           s.row(i) /= sum;
         }
-        const Matrix out = s * V;
+        Matrix out(rows, head_dim);
+        trnsim::base::gemm(rows, head_dim, seq, s.data(), seq, false, V.data(), head_dim, false,
+                           Real(0), out.data(), head_dim);
         for (int64_t i = 0; i < rows * head_dim; ++i) {
           o[base + static_cast<size_t>(r0 * head_dim + i)] = static_cast<float>(out.data()[i]);
         }

@@ -6,6 +6,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include "base/gemm.hpp"
+#include "base/large_page_allocator.hpp"
 #include "models/estimate/estimate.hpp"
 
 namespace trnsim::workloads {
@@ -211,9 +213,10 @@ namespace {
 
 // The reference's output tiles (one task each for base::parallel_chunks) and its K chunks. The
 // tiles are fixed, not derived from the number of threads, so that every element is computed
-// by the same sequence of operations on any machine; a chunk of 256 is at most the depth Eigen
-// sums in registers in one pass (its kc, 504 for float with a 32 KiB L1, at least 256 for any
-// L1 of 17 KiB or more), so each chunk's dot product is one sequential fp32 sum.
+// by the same sequence of operations whatever the number of threads; each chunk of K is one
+// base::gemm call (OpenBLAS) adding into the tile. Which kernels OpenBLAS picks (with FMA or
+// without, and their own blocking of K) depends on the processor, so the last bits may differ
+// between processors; the error analysis below holds for any order of the fp32 additions.
 constexpr int64_t kReferenceRows = 128;
 constexpr int64_t kReferenceCols = 1024;
 constexpr int64_t kReferenceDepth = 256;
@@ -226,7 +229,7 @@ std::vector<float> matmul_reference(const std::vector<float>& a, const std::vect
   using RowMajorD = Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
   const Eigen::Map<const RowMajorF> A(a.data(), m, k);
   const Eigen::Map<const RowMajorF> B(b.data(), k, n);
-  std::vector<float> c(static_cast<size_t>(m * n), 0.0f);
+  std::vector<float> c = base::large_vector<float>(static_cast<size_t>(m * n));
   Eigen::Map<RowMajorF> C(c.data(), m, n);
   const int64_t col_tiles = ceil_div(n, kReferenceCols);
   const auto tiles = static_cast<size_t>(ceil_div(m, kReferenceRows) * col_tiles);
@@ -242,10 +245,13 @@ std::vector<float> matmul_reference(const std::vector<float>& a, const std::vect
     // over a long K: the sums are in double, rounded once.
     const RowMajorD Ad = A.cast<double>(), Bd = B.cast<double>();
     base::parallel_chunks(tiles, 1, [&](size_t begin, size_t end) {
+      RowMajorD part;
       for (size_t t = begin; t < end; ++t) {
         int64_t r0 = 0, c0 = 0, rows = 0, cols = 0;
         tile_of(t, r0, c0, rows, cols);
-        const RowMajorD part = Ad.middleRows(r0, rows) * Bd.middleCols(c0, cols);
+        part.resize(rows, cols);
+        base::gemm(rows, cols, k, Ad.data() + r0 * k, k, false, Bd.data() + c0, n, false, 0.0,
+                   part.data(), cols);
         C.block(r0, c0, rows, cols) = part.cast<float>();
       }
     });
@@ -266,8 +272,8 @@ std::vector<float> matmul_reference(const std::vector<float>& a, const std::vect
       tile_of(t, r0, c0, rows, cols);
       for (int64_t k0 = 0; k0 < k; k0 += kReferenceDepth) {
         const int64_t depth = std::min(kReferenceDepth, k - k0);
-        C.block(r0, c0, rows, cols).noalias() +=
-            A.block(r0, k0, rows, depth) * B.block(k0, c0, depth, cols);
+        base::gemm(rows, cols, depth, a.data() + r0 * k + k0, k, false, b.data() + k0 * n + c0, n,
+                   false, 1.0f, c.data() + r0 * n + c0, n);
       }
     }
   });
