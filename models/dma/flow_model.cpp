@@ -308,13 +308,13 @@ void FlowMemoryModel::recompute(Picoseconds now) {
     state_[j] = 0;
   }
   touched_.clear();
-  size_t open = 0;
+  open_.clear();
   for (uint32_t f : active_) {
     Flow& flow = flows_[f];
     flow.rate = 0;
     flow.frozen = flow.remaining <= 0 || flow.terms.empty();  // nothing to move: done now
     if (flow.frozen) continue;
-    ++open;
+    open_.push_back(f);
     for (const Term& term : flow.terms) {
       if (state_[term.constraint] == 0) {
         state_[term.constraint] = 1;
@@ -324,7 +324,7 @@ void FlowMemoryModel::recompute(Picoseconds now) {
       ++unfrozen_[term.constraint];
     }
   }
-  while (open > 0) {
+  while (!open_.empty()) {
     double level = std::numeric_limits<double>::infinity();
     for (uint32_t j : touched_) {
       if (state_[j] != 1 || unfrozen_[j] == 0) continue;
@@ -334,21 +334,31 @@ void FlowMemoryModel::recompute(Picoseconds now) {
     for (uint32_t j : touched_) {
       if (state_[j] == 1 && unfrozen_[j] > 0 && level_[j] <= level * (1 + 1e-12)) state_[j] = 2;
     }
-    for (uint32_t f : active_) {
+    // The flows still open, in active_ order (the order the sums below are taken in); those
+    // fixed now leave the list.
+    size_t kept = 0;
+    for (const uint32_t f : open_) {
       Flow& flow = flows_[f];
-      if (flow.frozen) continue;
       bool bound = false;
-      for (const Term& term : flow.terms) bound = bound || state_[term.constraint] == 2;
-      if (!bound) continue;
+      for (const Term& term : flow.terms) {
+        if (state_[term.constraint] == 2) {
+          bound = true;
+          break;
+        }
+      }
+      if (!bound) {
+        open_[kept++] = f;
+        continue;
+      }
       flow.frozen = true;
       flow.rate = level;
-      --open;
       for (const Term& term : flow.terms) {
         used_[term.constraint] += term.coefficient * level;
         weight_[term.constraint] -= term.coefficient;
         --unfrozen_[term.constraint];
       }
     }
+    open_.resize(kept);
   }
   next_finish_ = kNever;
   for (uint32_t f : active_) {

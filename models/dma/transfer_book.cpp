@@ -5,9 +5,11 @@ namespace trnsim::models {
 TransferBook::TransferBook(const config::ArchConfig& arch, uint32_t cores, size_t max_transfers)
     // The program's queues and the collectives' (MemoryModel::collective_queue).
     : queues_(arch.dma_queues + 1) {
-  // Grown as needed up to the transfers in flight at once (ids are reused): only the count's
-  // order of magnitude is reserved.
-  transfers_.reserve(std::min<size_t>(max_transfers, 4096));
+  // Ids are reused, so the table holds the most transfers in flight at once, which a run that
+  // issues its DMAs far ahead brings near max_transfers: reserved whole, the table is never
+  // copied as it grows. Capacity never written costs address space only (a table this large
+  // is its own mapping).
+  transfers_.reserve(max_transfers);
   completions_.reserve(std::min<size_t>(max_transfers, 4096));
   queue_order_.resize(static_cast<size_t>(std::max(cores, 1u)) * queues_);
 }

@@ -7,6 +7,7 @@
 #include <functional>
 #include <vector>
 
+#include "base/large_page_allocator.hpp"
 #include "base/units.hpp"
 #include "config/arch.hpp"
 #include "isa/instruction.hpp"
@@ -91,7 +92,7 @@ class TransferBook {
   static constexpr uint32_t kNone = UINT32_MAX;
   IndexList& order(uint32_t core, uint16_t queue) { return queue_order_[core * queues_ + queue]; }
   uint32_t queues_;
-  std::vector<DmaTransfer> transfers_;
+  std::vector<DmaTransfer, base::LargePageAllocator<DmaTransfer>> transfers_;  // huge pages
   std::vector<uint32_t> free_transfers_;  // ids whose completion was consumed
   size_t submitted_ = 0;
   std::vector<IndexList> queue_order_;  // in-order completion list per queue of each core

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "base/large_page_allocator.hpp"
 #include "isa/program.hpp"
 #include "isa/semantics.hpp"
 #include "models/dma/dma_plan.hpp"
@@ -90,7 +91,10 @@ class NeuronCore : public sc_core::sc_module {
   EventSink& sink;
   MemorySystemModule& memory_system;
   SemaphoreFile semaphores;
-  std::vector<DmaPlan> dma_plans;  // one per DMA instruction, in the order the engines hold them
+  // One per DMA instruction, in the order the engines hold them (megabytes for a long program:
+  // on huge pages where the system allows, as the instruction streams are, since a page fault
+  // per 4 KiB is a large part of a short run's set-up).
+  std::vector<DmaPlan, base::LargePageAllocator<DmaPlan>> dma_plans;
   std::vector<std::unique_ptr<EngineModule>> engines;
   uint32_t ports_held = 0;  // shared ports (models::Port bits) in use
   sc_core::sc_event ports_released;

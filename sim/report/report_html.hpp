@@ -121,7 +121,12 @@ class ReportWriter : public models::EventSink {
   nlohmann::json sources_json() const;
   std::vector<Record> buffer_;
   std::FILE* spill_ = nullptr;  // a temporary file, deleted when closed
-  std::string write_error_;     // a write that failed during the run, reported by close()
+  // Calls `f` on the temporary file's records through a window of it mapped at a time (no
+  // copy; a bounded window keeps the mapped pages out of the peak memory); false, having called
+  // nothing, where the system cannot map the file.
+  template <typename F>
+  bool for_each_spilled(F&& f);
+  std::string write_error_;  // a write that failed during the run, reported by close()
   uint64_t events_ = 0;
 };
 

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <new>
 
 #include "workloads/kernels/kernel.hpp"
 
@@ -33,6 +34,15 @@ uint16_t EngineStreams::add_queue(const std::string& name) {
   const uint16_t q = program_.add_queue(name);
   queue_total_.resize(program_.queues.size(), 0);
   return q;
+}
+
+void EngineStreams::reserve(Engine engine, uint64_t n) {
+  auto& stream = program_.stream(engine);
+  const uint64_t want = stream.size() + std::min<uint64_t>(n, arch_.max_instructions);
+  try {
+    stream.reserve(static_cast<size_t>(want));
+  } catch (const std::bad_alloc&) {  // NOLINT: a hint; the stream grows as it is filled instead
+  }
 }
 
 Completion EngineStreams::emit(isa::Instruction in, const Completions& after) {

@@ -83,6 +83,13 @@ class EngineStreams {
 
   uint64_t instructions() const { return instructions_; }
 
+  // Makes room in `engine`'s stream for about `n` more instructions before the first emit(), so
+  // that a long stream is written once into its final place instead of being copied (and its
+  // fresh pages zeroed) at every doubling. A hint only: an estimate too low or too high changes
+  // no instruction, and a reservation the system refuses is skipped. Room that is never written
+  // costs address space, not memory (a large stream is its own mapping, LargePageAllocator).
+  void reserve(Engine engine, uint64_t n);
+
   // Puts semaphore updates on the instructions that are waited for, and numbers the waits
   // accordingly. Call once, after the last emit().
   void finish();

@@ -363,19 +363,25 @@ LoweredKernel lower_matmul(const Workload& w, const config::ArchConfig& arch, bo
   const double MT = ceil_div(M, t.m), NT = ceil_div(N, t.n), KT = ceil_div(K, t.k);
   const double mb = ceil_div(M, plan.bm), nb = ceil_div(N, plan.bn), kb = ceil_div(K, plan.bk);
   // The tutorial's counts (docs/kernels.md, tests/integration/sim_matmul.cpp).
-  double estimate = MT * NT * KT;
+  // By kind: matmuls (TensorE), loads (DMA triggers on the sync engine) and the rest
+  // (evacuations, accumulations and stores on ScalarE, VectorE or sync).
+  const double matmuls = MT * NT * KT;
+  double loads = 0, rest = 0;
   switch (c.strategy) {
     case 1:
-      estimate += 2 * MT * NT * KT + 2 * MT * NT;
+      loads = 2 * MT * NT * KT;
+      rest = 2 * MT * NT;
       break;
     case 2:
     case 3:
-      estimate += MT * KT + mb * NT * KT + 2 * MT * NT;
+      loads = MT * KT + mb * NT * KT;
+      rest = 2 * MT * NT;
       break;
     default:
-      estimate += nb * KT + nb * mb * KT + MT * NT * kb + 2 * nb * MT;
+      loads = nb * KT + nb * mb * KT;
+      rest = MT * NT * kb + 2 * nb * MT;
   }
-  estimate *= static_cast<double>(c.batch);
+  const double estimate = (matmuls + loads + rest) * static_cast<double>(c.batch);
   if (estimate > static_cast<double>(arch.max_instructions)) {
     throw WorkloadError(
         w.file, "/shape",
@@ -409,6 +415,14 @@ LoweredKernel lower_matmul(const Workload& w, const config::ArchConfig& arch, bo
   const uint64_t a_first = a.address, b_first = b.address, c_first = cm.address;
 
   EngineStreams streams(p, arch, w.file);
+  // The streams' sizes, from the counts above (upper bounds for the engines that share `rest`).
+  const auto per_batch = [&](double n) {
+    return static_cast<uint64_t>(n * static_cast<double>(B));
+  };
+  streams.reserve(Engine::tensor, per_batch(matmuls));
+  streams.reserve(Engine::sync, per_batch(loads + rest));
+  streams.reserve(Engine::scalar, per_batch(rest));
+  streams.reserve(Engine::vector, per_batch(rest));
   TileOps ops(streams, arch, dt);
   const uint16_t q_a = streams.add_queue("q_load_a");
   const uint16_t q_b = streams.add_queue("q_load_b");
