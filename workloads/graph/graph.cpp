@@ -1007,8 +1007,6 @@ void gather(const std::vector<double>& x, const std::vector<int64_t>& shape,
 
 namespace {
 
-// One op of the graph: appends its values to v. The results of an op that runs on the host are
-// the next of `inputs` (from next_given on).
 // A given tensor's values in double (large ones on huge pages).
 std::vector<double> to_values(const std::vector<float>& given) {
   std::vector<double> v;
@@ -1059,6 +1057,8 @@ void release(GraphValues& v, const std::vector<std::string>& dead) {
   }
 }
 
+// One op of the graph: appends its values to v. The results of an op that runs on the host are
+// the next of `inputs` (from next_given on).
 void evaluate_op(const Graph& g, const GraphOp& op, GraphValues& v,
                  const std::vector<std::vector<float>>& inputs, size_t& next_given,
                  const std::vector<std::string>& rounded) {
