@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -75,4 +76,12 @@ TEST_CASE("gemm: K = 0 scales C by beta, M or N = 0 touches nothing") {
 TEST_CASE("gemm: OpenBLAS names the kernels it chose for this processor") {
   const std::string name = trnsim::base::gemm_kernels();
   CHECK_FALSE(name.empty());
+}
+
+TEST_CASE("gemm: a size beyond BLAS's int is refused, not wrapped") {
+  const int64_t huge = int64_t{1} << 31;
+  std::vector<float> c(1);
+  CHECK_THROWS_AS(trnsim::base::gemm(huge, 1, 1, static_cast<const float*>(nullptr), 1, false,
+                                     nullptr, 1, false, 0.0f, c.data(), 1),
+                  std::length_error);
 }

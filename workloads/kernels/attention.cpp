@@ -105,10 +105,10 @@ std::vector<float> attention_in(const std::vector<float>& q, const std::vector<f
   std::vector<float> o(q.size());
   const Real scale = static_cast<Real>(1.0 / std::sqrt(static_cast<double>(head_dim)));
   for (int64_t h = 0; h < heads; ++h) {
-    const size_t base = static_cast<size_t>(h * seq * head_dim);
+    const size_t head = static_cast<size_t>(h * seq * head_dim);  // this head's first value
     auto load = [&](const std::vector<float>& t) {
       Matrix m(seq, head_dim);
-      for (int64_t i = 0; i < seq * head_dim; ++i) m.data()[i] = t[base + i];
+      for (int64_t i = 0; i < seq * head_dim; ++i) m.data()[i] = t[head + i];
       return m;
     };
     const Matrix Q = load(q), K = load(k), V = load(v);
@@ -120,8 +120,8 @@ std::vector<float> attention_in(const std::vector<float>& q, const std::vector<f
         const int64_t r0 = static_cast<int64_t>(b) * 128;
         const int64_t rows = std::min<int64_t>(128, seq - r0);
         Matrix s(rows, seq);
-        trnsim::base::gemm(rows, seq, head_dim, Q.data() + r0 * head_dim, head_dim, false, K.data(),
-                           head_dim, true, Real(0), s.data(), seq);
+        base::gemm(rows, seq, head_dim, Q.data() + r0 * head_dim, head_dim, false, K.data(),
+                   head_dim, true, Real(0), s.data(), seq);
         s *= scale;
         for (int64_t i = 0; i < rows; ++i) {
           const int64_t seen = causal ? r0 + i + 1 : seq;
@@ -134,10 +134,10 @@ std::vector<float> attention_in(const std::vector<float>& q, const std::vector<f
           s.row(i) /= sum;
         }
         Matrix out(rows, head_dim);
-        trnsim::base::gemm(rows, head_dim, seq, s.data(), seq, false, V.data(), head_dim, false,
-                           Real(0), out.data(), head_dim);
+        base::gemm(rows, head_dim, seq, s.data(), seq, false, V.data(), head_dim, false, Real(0),
+                   out.data(), head_dim);
         for (int64_t i = 0; i < rows * head_dim; ++i) {
-          o[base + static_cast<size_t>(r0 * head_dim + i)] = static_cast<float>(out.data()[i]);
+          o[head + static_cast<size_t>(r0 * head_dim + i)] = static_cast<float>(out.data()[i]);
         }
       }
     });
