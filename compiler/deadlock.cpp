@@ -41,7 +41,7 @@ std::string find_deadlock(const Program& program, const config::ArchConfig& arch
         // its updates (applied above) fire when the last rank triggers it, which is now.
         // A transfer always completes: raise its queue's semaphore at once.
         if (is_dma(in.opcode))
-          value[program.queues[in.dma_queue].semaphore] += arch.dma_engines_for(in.dst.partitions);
+          value[program.queues[in.dma_queue].semaphore] += arch.dma_engines_for(in.dst->partitions);
         ++i;
         progress = true;
       }

@@ -33,7 +33,7 @@ Footprint footprint(const Instruction& in) {
     if (ap.present()) (written ? f.writes : f.reads).push_back(region_of(ap));
   });
   // An accumulation group reads what it adds to; copy_predicated keeps part of dst.
-  if (isa::reads_dst(in) && in.dst.present()) f.reads.push_back(region_of(in.dst));
+  if (isa::reads_dst(in) && in.dst->present()) f.reads.push_back(region_of(in.dst));
   return f;
 }
 
@@ -152,7 +152,7 @@ Program synchronize(const std::vector<Instruction>& sequence, Program program,
       if (x < static_cast<size_t>(kEngineCount)) {
         if (signals[j]) ++t;
       } else {
-        t += arch.dma_engines_for(sequence[j].dst.partitions);  // hardware counts DMA engines
+        t += arch.dma_engines_for(sequence[j].dst->partitions);  // hardware counts DMA engines
       }
       ticket[x].push_back(t);
     }

@@ -330,13 +330,13 @@ uint64_t Instruction::free_size() const {
     case Opcode::memset:
     case Opcode::iota:
     case Opcode::nop:
-      return dst.free_elements();
+      return dst->free_elements();
     case Opcode::matmul:
-      return src[1].free_elements();  // N_moving
+      return src[1]->free_elements();  // N_moving
     case Opcode::local_gather:
-      return dst.free_elements();
+      return dst->free_elements();
     default:
-      return src[0].present() ? src[0].free_elements() : dst.free_elements();
+      return src[0].present() ? src[0]->free_elements() : dst->free_elements();
   }
 }
 

@@ -14,6 +14,7 @@
 #include "config/arch.hpp"
 #include "isa/access_pattern.hpp"
 #include "isa/collective.hpp"
+#include "isa/pattern_ref.hpp"
 
 namespace trnsim::isa {
 
@@ -153,27 +154,11 @@ constexpr bool is_reduction(AluOp op) {
   return op == AluOp::add || op == AluOp::max || op == AluOp::min || op == AluOp::mean;
 }
 
-// The access pattern of a per-partition scalar, held out of line and shared between copies of
-// the instruction: most scalars are immediates, and an Instruction holds four of them (a full
-// pattern inside each made it 320 bytes larger). Reads like a const AccessPattern: present(),
-// ->field, and it converts to const AccessPattern& (an absent pattern when there is none).
-class ScalarPattern {
- public:
-  ScalarPattern() = default;
-  ScalarPattern(const AccessPattern& ap)  // NOLINT: a pattern is a per-partition scalar
-      : ap_(std::make_shared<const AccessPattern>(ap)) {}
-  bool present() const { return ap_ != nullptr && ap_->present(); }
-  const AccessPattern& get() const { return ap_ != nullptr ? *ap_ : absent(); }
-  operator const AccessPattern&() const { return get(); }  // NOLINT: reads as a pattern
-  const AccessPattern* operator->() const { return &get(); }
-
- private:
-  static const AccessPattern& absent() {
-    static const AccessPattern none{};
-    return none;
-  }
-  std::shared_ptr<const AccessPattern> ap_;
-};
+// The access pattern of a per-partition scalar, shared between copies of the instruction (a
+// PatternRef): most scalars are immediates, and an Instruction holds four of them. Reads like a
+// const AccessPattern: present(), ->field, and it converts to const AccessPattern& (an absent
+// pattern when there is none).
+using ScalarPattern = PatternRef;
 
 // An immediate, or one value per partition read from a [P, 1] access pattern.
 struct ScalarOperand {
@@ -200,15 +185,17 @@ struct SemaphoreUpdate {
 struct Instruction {
   Opcode opcode = Opcode::tensor_copy;
   Engine engine = Engine::vector;
-  AccessPattern dst;
+  // The operands are shared patterns (isa/pattern_ref.hpp): `in.dst->offset` reads a field,
+  // `in.dst = pattern` replaces one, `in.dst.edit().offset = x` changes this one's own copy.
+  PatternRef dst;
   // matmul: src[0] stationary, src[1] moving; select: src[0] predicate, src[1], src[2]
-  std::array<AccessPattern, 3> src{};
+  std::array<PatternRef, 3> src{};
 
   // activation
   ActivationFunction function = ActivationFunction::identity;
   ScalarOperand scale = ScalarOperand::immediate(1.0f);
   ScalarOperand bias = ScalarOperand::immediate(0.0f);
-  AccessPattern accumulate;  // activation_reduce: fp32 [P, 1] sum of the outputs
+  PatternRef accumulate;  // activation_reduce: fp32 [P, 1] sum of the outputs
 
   // tensor_scalar (op0 then op1), tensor_tensor (op0), tensor_reduce (op0), memset (operand0)
   AluOp op0 = AluOp::bypass;
@@ -284,13 +271,13 @@ inline bool reads_dst(const Instruction& in) {
 // (present() is false). A matmul that accumulates also reads dst: callers that care add it.
 template <typename Fn>
 void for_each_operand(const Instruction& in, Fn&& fn) {
-  for (const AccessPattern& s : in.src) fn(s, false);
+  for (const PatternRef& s : in.src) fn(s.get(), false);
   fn(in.scale.per_partition.get(), false);
   fn(in.bias.per_partition.get(), false);
   fn(in.operand0.per_partition.get(), false);
   fn(in.operand1.per_partition.get(), false);
-  fn(in.dst, true);
-  fn(in.accumulate, true);
+  fn(in.dst.get(), true);
+  fn(in.accumulate.get(), true);
 }
 
 }  // namespace trnsim::isa

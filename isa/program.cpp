@@ -121,11 +121,13 @@ void append_kernel(Program& whole, const Program& kernel, const std::string& nam
     moves.push_back(Move{t.address, t.address + t.bytes(),
                          static_cast<int64_t>(w->address) - static_cast<int64_t>(t.address)});
   }
-  auto relocate = [&](AccessPattern& ap) {
-    if (!ap.present() || ap.memory != Memory::hbm) return;
+  auto relocate = [&](PatternRef& ref) {
+    if (!ref.present() || ref->memory != Memory::hbm) return;
     for (const Move& m : moves) {
-      if (ap.offset >= m.begin && ap.offset < m.end) {
+      if (ref->offset >= m.begin && ref->offset < m.end) {
+        AccessPattern ap = ref;
         ap.offset = static_cast<uint64_t>(static_cast<int64_t>(ap.offset) + m.delta);
+        ref = ap;  // shared with the kernel's other instructions that use the same pattern
         return;
       }
     }

@@ -332,7 +332,7 @@ int64_t apply_int(AluOp op, int64_t a, int64_t b) {
 }
 
 bool integer_operands(const Instruction& in) {
-  for (const AccessPattern* ap : {&in.dst, &in.src[0], &in.src[1]}) {
+  for (const AccessPattern* ap : {&in.dst.get(), &in.src[0].get(), &in.src[1].get()}) {
     if (ap->present() && !is_integer(ap->dtype)) return false;
   }
   return true;
@@ -374,14 +374,14 @@ void execute(const Instruction& in, MemoryImage& mem) {
     case Opcode::scalar_tensor_tensor: {
       Tile t = read(mem, in.src[0]);
       if (in.reverse != 0) {
-        apply_alu_per_row_ordered(t, in.op0, scalar_column(mem, in.operand0, in.src[0].partitions),
+        apply_alu_per_row_ordered(t, in.op0, scalar_column(mem, in.operand0, in.src[0]->partitions),
                                   in.reverse & 1);
         const Tile other = read(mem, in.src[1]);
         write(mem, in.dst,
               (in.reverse & 2) ? tensor_tensor(other, t, in.op1) : tensor_tensor(t, other, in.op1));
         return;
       }
-      apply_alu_per_row(t, in.op0, scalar_column(mem, in.operand0, in.src[0].partitions));
+      apply_alu_per_row(t, in.op0, scalar_column(mem, in.operand0, in.src[0]->partitions));
       write(mem, in.dst, tensor_tensor(t, read(mem, in.src[1]), in.op1));
       return;
     }
@@ -405,7 +405,7 @@ void execute(const Instruction& in, MemoryImage& mem) {
     }
     case Opcode::bn_stats: {
       const Tile t = read(mem, in.src[0]);
-      if (in.dst.free_elements() == 6) {
+      if (in.dst->free_elements() == 6) {
         // NKI's form: (count, mean, M2) of the even-indexed elements, then of the odd ones.
         Tile out(t.rows(), 6);
         for (Eigen::Index p = 0; p < t.rows(); ++p) {
@@ -467,7 +467,7 @@ void execute(const Instruction& in, MemoryImage& mem) {
     case Opcode::partition_reduce:
     case Opcode::partition_all_reduce: {
       const Tile src = read(mem, in.src[0]);
-      Tile out(in.dst.partitions, src.cols());
+      Tile out(in.dst->partitions, src.cols());
       for (Eigen::Index f = 0; f < src.cols(); ++f) {
         const float v = reduce(in.op0, src.col(f));
         out.col(f).setConstant(v);
@@ -477,7 +477,7 @@ void execute(const Instruction& in, MemoryImage& mem) {
     }
     case Opcode::memset:
       write(mem, in.dst,
-            Tile::Constant(in.dst.partitions, in.dst.free_elements(), in.operand0.imm));
+            Tile::Constant(in.dst->partitions, in.dst->free_elements(), in.operand0.imm));
       return;
     case Opcode::matmul: {
       const Tile stationary = read(mem, in.src[0]);  // K x M
@@ -492,11 +492,11 @@ void execute(const Instruction& in, MemoryImage& mem) {
     }
     case Opcode::activation: {
       Tile t = read(mem, in.src[0]);
-      const uint32_t parts = in.src[0].partitions;
+      const uint32_t parts = in.src[0]->partitions;
       apply_alu_per_row(t, AluOp::multiply, scalar_column(mem, in.scale, parts));
       apply_alu_per_row(t, AluOp::add, scalar_column(mem, in.bias, parts));
       apply_activation(t, in.function);
-      if (in.accumulate.present()) {
+      if (in.accumulate->present()) {
         Tile sums = t.rowwise().sum();
         write(mem, in.accumulate, sums);
       }
@@ -506,7 +506,7 @@ void execute(const Instruction& in, MemoryImage& mem) {
     case Opcode::tensor_scalar: {
       if (integer_operands(in)) {
         IntTile t = read_ints(mem, in.src[0]);
-        const uint32_t parts = in.src[0].partitions;
+        const uint32_t parts = in.src[0]->partitions;
         const size_t free = t.size() / parts;
         const auto c0 = int_column(mem, in.operand0, parts);
         const auto c1 = int_column(mem, in.operand1, parts);
@@ -520,7 +520,7 @@ void execute(const Instruction& in, MemoryImage& mem) {
         return;
       }
       Tile t = read(mem, in.src[0]);
-      const uint32_t parts = in.src[0].partitions;
+      const uint32_t parts = in.src[0]->partitions;
       if (in.reverse != 0) {  // operand on the left of op0 (bit 0) or of op1 (bit 1)
         apply_alu_per_row_ordered(t, in.op0, scalar_column(mem, in.operand0, parts),
                                   in.reverse & 1);
@@ -547,8 +547,8 @@ void execute(const Instruction& in, MemoryImage& mem) {
     case Opcode::tensor_reduce: {
       const Tile t = read(mem, in.src[0]);
       uint64_t group = 1;
-      for (int i = in.src[0].ndims - in.reduce_dims; i < in.src[0].ndims; ++i) {
-        group *= in.src[0].dims[i].count;
+      for (int i = in.src[0]->ndims - in.reduce_dims; i < in.src[0]->ndims; ++i) {
+        group *= in.src[0]->dims[i].count;
       }
       const Eigen::Index kept = static_cast<Eigen::Index>(t.cols() / group);
       Tile out(t.rows(), kept);
@@ -564,7 +564,7 @@ void execute(const Instruction& in, MemoryImage& mem) {
     }
     case Opcode::tensor_scalar_reduce: {
       Tile t = read(mem, in.src[0]);
-      apply_alu_per_row(t, in.op0, scalar_column(mem, in.operand0, in.src[0].partitions));
+      apply_alu_per_row(t, in.op0, scalar_column(mem, in.operand0, in.src[0]->partitions));
       write(mem, in.dst, t);
       Tile sums(t.rows(), 1);
       for (Eigen::Index p = 0; p < t.rows(); ++p) sums(p, 0) = reduce(in.op1, t.row(p).transpose());
@@ -574,7 +574,7 @@ void execute(const Instruction& in, MemoryImage& mem) {
     case Opcode::tensor_tensor_scan: {
       const Tile a = read(mem, in.src[0]);
       const Tile b = read(mem, in.src[1]);
-      const Eigen::ArrayXf init = scalar_column(mem, in.operand0, in.src[0].partitions);
+      const Eigen::ArrayXf init = scalar_column(mem, in.operand0, in.src[0]->partitions);
       Tile out(a.rows(), a.cols());
       for (Eigen::Index p = 0; p < a.rows(); ++p) {
         float r = init(p);
@@ -589,7 +589,7 @@ void execute(const Instruction& in, MemoryImage& mem) {
     }
     case Opcode::tensor_scalar_cumulative: {
       const Tile a = read(mem, in.src[0]);
-      const Eigen::ArrayXf c = scalar_column(mem, in.operand0, in.src[0].partitions);
+      const Eigen::ArrayXf c = scalar_column(mem, in.operand0, in.src[0]->partitions);
       Tile out(a.rows(), a.cols());
       for (Eigen::Index p = 0; p < a.rows(); ++p) {
         float r = identity_of(in.op1);
@@ -616,7 +616,7 @@ void execute(const Instruction& in, MemoryImage& mem) {
       const Tile a = read(mem, in.src[0]);
       const Tile v = read(mem, in.src[1]);
       // Unmatched: all ones in the destination's width (0xFFFFFFFF, 0xFFFF).
-      const int64_t none = in.dst.dtype == DType::uint16 ? 0xFFFF : 0xFFFFFFFFLL;
+      const int64_t none = in.dst->dtype == DType::uint16 ? 0xFFFF : 0xFFFFFFFFLL;
       IntTile out;
       out.reserve(static_cast<size_t>(a.rows()) * 8);
       for (Eigen::Index p = 0; p < a.rows(); ++p) {
@@ -633,7 +633,7 @@ void execute(const Instruction& in, MemoryImage& mem) {
           out.push_back(found);
         }
       }
-      if (is_integer(in.dst.dtype)) {
+      if (is_integer(in.dst->dtype)) {
         write_ints(mem, in.dst, out);
       } else {
         Tile f(a.rows(), 8);
@@ -665,8 +665,8 @@ void execute(const Instruction& in, MemoryImage& mem) {
     }
     case Opcode::range_select: {
       const Tile a = read(mem, in.src[0]);
-      const Eigen::ArrayXf b0 = scalar_column(mem, in.operand0, in.src[0].partitions);
-      const Eigen::ArrayXf b1 = scalar_column(mem, in.operand1, in.src[0].partitions);
+      const Eigen::ArrayXf b0 = scalar_column(mem, in.operand0, in.src[0]->partitions);
+      const Eigen::ArrayXf b1 = scalar_column(mem, in.operand1, in.src[0]->partitions);
       Tile out(a.rows(), a.cols());
       Tile best(a.rows(), 1);
       for (Eigen::Index p = 0; p < a.rows(); ++p) {
@@ -680,7 +680,7 @@ void execute(const Instruction& in, MemoryImage& mem) {
         best(p, 0) = m;
       }
       write(mem, in.dst, out);
-      if (in.accumulate.present()) write(mem, in.accumulate, best);
+      if (in.accumulate->present()) write(mem, in.accumulate, best);
       return;
     }
     case Opcode::copy_predicated: {
@@ -697,7 +697,7 @@ void execute(const Instruction& in, MemoryImage& mem) {
     case Opcode::local_gather: {
       const Tile src = read(mem, in.src[0]);
       const IntTile index = read_ints(mem, in.src[1]);
-      const auto index_free = static_cast<size_t>(in.src[1].free_elements());
+      const auto index_free = static_cast<size_t>(in.src[1]->free_elements());
       const uint32_t per = in.gather_elements;
       Tile out(src.rows(), static_cast<Eigen::Index>(in.gather_indices) * per);
       for (Eigen::Index base = 0; base < src.rows(); base += 16) {
@@ -724,7 +724,7 @@ void execute(const Instruction& in, MemoryImage& mem) {
     case Opcode::gather: {
       const Tile src = read(mem, in.src[0]);
       const IntTile index = read_ints(mem, in.src[1]);
-      const Eigen::Index n = static_cast<Eigen::Index>(in.src[1].free_elements());
+      const Eigen::Index n = static_cast<Eigen::Index>(in.src[1]->free_elements());
       Tile out(src.rows(), n);
       for (Eigen::Index p = 0; p < src.rows(); ++p) {
         for (Eigen::Index i = 0; i < n; ++i) {

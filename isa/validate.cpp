@@ -142,7 +142,7 @@ struct Checker {
       fail(fmt::format("{} is mean, which only reductions take", name));
     }
     if (is_bitwise(op)) {
-      for (const AccessPattern* ap : {&in.dst, &in.src[0], &in.src[1]}) {
+      for (const AccessPattern* ap : {&in.dst.get(), &in.src[0].get(), &in.src[1].get()}) {
         if (ap->present() && !is_integer(ap->dtype)) {
           fail(fmt::format("{} is {}, which takes integer operands; {} is {}", name, name_of(op),
                            ap->to_string(), name_of(ap->dtype)));
@@ -165,12 +165,12 @@ struct Checker {
   }
 
   void dma_paths() const {
-    const Memory a = in.src[0].memory, b = in.dst.memory;
+    const Memory a = in.src[0]->memory, b = in.dst->memory;
     if ((a == Memory::hbm && b == Memory::psum) || (a == Memory::psum && b == Memory::hbm)) {
       fail("DMA between HBM and PSUM is not a path: go through SBUF");
     }
     if (a == Memory::psum && b == Memory::psum) fail("DMA from PSUM to PSUM is not a path");
-    for (const AccessPattern* ap : {&in.src[0], &in.dst}) {
+    for (const AccessPattern* ap : {&in.src[0].get(), &in.dst.get()}) {
       if (ap->memory == Memory::hbm) continue;
       const uint64_t cap =
           ap->memory == Memory::sbuf ? arch.sbuf_partition_bytes : arch.psum_partition_bytes;
@@ -204,7 +204,7 @@ struct Checker {
     on_chip("dst", in.dst);
     same_shape("dst", in.dst, "src0", in.src[0]);
     same_shape("dst", in.dst, "src1", in.src[1]);
-    if (in.src[0].memory == Memory::psum && in.src[1].memory == Memory::psum) {
+    if (in.src[0]->memory == Memory::psum && in.src[1]->memory == Memory::psum) {
       fail("src0 and src1 are both in PSUM; two inputs may not both be (I1)");
     }
   }
@@ -217,9 +217,9 @@ struct Checker {
     }
     operand(name, ap);
     on_chip(name, ap);
-    if (ap.partitions != in.src[0].partitions || ap.free_elements() != 1 ||
+    if (ap.partitions != in.src[0]->partitions || ap.free_elements() != 1 ||
         ap.dtype != DType::fp32) {
-      fail(fmt::format("{} must be fp32 [{} x 1]", name, in.src[0].partitions));
+      fail(fmt::format("{} must be fp32 [{} x 1]", name, in.src[0]->partitions));
     }
   }
 
@@ -235,15 +235,16 @@ struct Checker {
       fail(fmt::format("peer= is for cc=send and cc=recv, not {}", name_of(in.collective_op)));
     operand("src", in.src[0]);
     operand("dst", in.dst);
-    for (const AccessPattern* ap : {&in.src[0], &in.dst}) {
+    for (const AccessPattern* ap : {&in.src[0].get(), &in.dst.get()}) {
       if (ap->memory != Memory::hbm) {
         fail(fmt::format("{} {} is in {}; a collective moves HBM tensors",
-                         ap == &in.dst ? "dst" : "src", ap->to_string(), name_of(ap->memory)));
+                         ap == &in.dst.get() ? "dst" : "src", ap->to_string(),
+                         name_of(ap->memory)));
       }
     }
-    if (in.src[0].dtype != in.dst.dtype) {
+    if (in.src[0]->dtype != in.dst->dtype) {
       fail(fmt::format("src is {} but dst is {}; a collective does not convert dtypes",
-                       name_of(in.src[0].dtype), name_of(in.dst.dtype)));
+                       name_of(in.src[0]->dtype), name_of(in.dst->dtype)));
     }
     const bool reduces = in.collective_op == CollectiveOp::all_reduce ||
                          in.collective_op == CollectiveOp::reduce_scatter;
@@ -255,7 +256,7 @@ struct Checker {
       fail(fmt::format("{} does not reduce; op0 must be bypass (is {})", name_of(in.collective_op),
                        name_of(in.op0)));
     }
-    if (is_integer(in.dst.dtype) && reduces) {
+    if (is_integer(in.dst->dtype) && reduces) {
       fail("a reducing collective takes floating-point data");
     }
   }
@@ -323,7 +324,7 @@ struct Checker {
         operand("dst", in.dst);
         transposed_shape(in.src[0], in.dst);
         dma_paths();
-        if (in.src[0].dtype != in.dst.dtype) fail("a DMA transpose does not convert dtypes");
+        if (in.src[0]->dtype != in.dst->dtype) fail("a DMA transpose does not convert dtypes");
         if (in.dma_dge && arch.dma_dge_instruction_ns <= 0) {
           fail(fmt::format("asks for hardware descriptor generation (DGE), which {} does not have",
                            arch.name));
@@ -340,11 +341,11 @@ struct Checker {
         on_chip("dst", in.dst);
         transposed_shape(in.src[0], in.dst);
         const uint32_t limit = engine == Engine::tensor ? arch.pe_rows : arch.vector_transpose_max;
-        if (in.src[0].partitions > limit || in.src[0].free_elements() > limit) {
+        if (in.src[0]->partitions > limit || in.src[0]->free_elements() > limit) {
           fail(fmt::format("{} transposes at most {} x {}; src is [{} x {}]", name_of(engine),
-                           limit, limit, in.src[0].partitions, in.src[0].free_elements()));
+                           limit, limit, in.src[0]->partitions, in.src[0]->free_elements()));
         }
-        if (engine == Engine::tensor && in.dst.memory != Memory::psum) {
+        if (engine == Engine::tensor && in.dst->memory != Memory::psum) {
           fail("a TensorE transpose writes PSUM");
         }
         return;
@@ -372,17 +373,17 @@ struct Checker {
         on_chip("src", in.src[0]);
         on_chip("dst", in.dst);
         const bool stats = in.opcode == Opcode::bn_stats;
-        if (stats && in.src[0].free_elements() > arch.bn_stats_free_max) {
+        if (stats && in.src[0]->free_elements() > arch.bn_stats_free_max) {
           fail(fmt::format("src has {} elements per partition; bn_stats takes at most {}",
-                           in.src[0].free_elements(), arch.bn_stats_free_max));
+                           in.src[0]->free_elements(), arch.bn_stats_free_max));
         }
-        if (!stats && in.src[0].free_elements() % 3 != 0) {
+        if (!stats && in.src[0]->free_elements() % 3 != 0) {
           fail("src must hold (count, mean, M2) groups from bn_stats: a multiple of 3 elements");
         }
         // bn_stats writes one (count, mean, M2) group, or NKI's two (even and odd elements).
-        const uint64_t out = stats ? (in.dst.free_elements() == 6 ? 6 : 3) : 2;
-        if (in.dst.partitions != in.src[0].partitions || in.dst.free_elements() != out) {
-          fail(fmt::format("dst must be [{} x {}]{}", in.src[0].partitions, out,
+        const uint64_t out = stats ? (in.dst->free_elements() == 6 ? 6 : 3) : 2;
+        if (in.dst->partitions != in.src[0]->partitions || in.dst->free_elements() != out) {
+          fail(fmt::format("dst must be [{} x {}]{}", in.src[0]->partitions, out,
                            stats ? " (or 6 wide: even and odd elements)" : ""));
         }
         return;
@@ -393,11 +394,11 @@ struct Checker {
         on_chip("src", in.src[0]);
         on_chip("dst", in.dst);
         same_shape("dst", in.dst, "src", in.src[0]);
-        for (uint32_t p = 0; p < in.dst.partitions; ++p) {
+        for (uint32_t p = 0; p < in.dst->partitions; ++p) {
           const uint32_t from = (p & ~31u) + in.shuffle_mask[p & 31];
-          if (in.shuffle_mask[p & 31] >= 32 || from >= in.src[0].partitions) {
+          if (in.shuffle_mask[p & 31] >= 32 || from >= in.src[0]->partitions) {
             fail(fmt::format("shuffle_mask[{}] = {} reads partition {} of {}", p & 31,
-                             in.shuffle_mask[p & 31], from, in.src[0].partitions));
+                             in.shuffle_mask[p & 31], from, in.src[0]->partitions));
           }
         }
         return;
@@ -423,10 +424,10 @@ struct Checker {
         if (!is_reduction(in.op0)) {
           fail(fmt::format("reduces with {}; expected add, max, min or mean", name_of(in.op0)));
         }
-        const uint32_t parts = in.opcode == Opcode::partition_reduce ? 1 : in.src[0].partitions;
-        if (in.dst.partitions != parts || in.dst.free_elements() != in.src[0].free_elements()) {
-          fail(fmt::format("dst must be [{} x {}], is [{} x {}]", parts, in.src[0].free_elements(),
-                           in.dst.partitions, in.dst.free_elements()));
+        const uint32_t parts = in.opcode == Opcode::partition_reduce ? 1 : in.src[0]->partitions;
+        if (in.dst->partitions != parts || in.dst->free_elements() != in.src[0]->free_elements()) {
+          fail(fmt::format("dst must be [{} x {}], is [{} x {}]", parts, in.src[0]->free_elements(),
+                           in.dst->partitions, in.dst->free_elements()));
         }
         return;
       }
@@ -435,7 +436,7 @@ struct Checker {
         operand("dst", in.dst);
         same_shape("dst", in.dst, "src", in.src[0]);
         dma_paths();
-        if (in.src[0].dtype != in.dst.dtype) fail("a DMA copy does not convert dtypes");
+        if (in.src[0]->dtype != in.dst->dtype) fail("a DMA copy does not convert dtypes");
         if (in.dma_dge && arch.dma_dge_instruction_ns <= 0) {
           fail(fmt::format("asks for hardware descriptor generation (DGE), which {} does not have",
                            arch.name));
@@ -451,13 +452,13 @@ struct Checker {
         operand("dst", in.dst);
         on_chip("stationary", in.src[0]);
         on_chip("moving", in.src[1]);
-        if (in.src[0].memory != Memory::sbuf || in.src[1].memory != Memory::sbuf) {
+        if (in.src[0]->memory != Memory::sbuf || in.src[1]->memory != Memory::sbuf) {
           fail("TensorE reads its inputs from SBUF; it only writes PSUM");
         }
-        if (in.dst.memory != Memory::psum) fail("matmul writes PSUM only");
-        if (in.dst.dtype != DType::fp32) fail("PSUM accumulation groups are fp32");
-        const auto& st = in.src[0];
-        const auto& mv = in.src[1];
+        if (in.dst->memory != Memory::psum) fail("matmul writes PSUM only");
+        if (in.dst->dtype != DType::fp32) fail("PSUM accumulation groups are fp32");
+        const AccessPattern& st = in.src[0];
+        const AccessPattern& mv = in.src[1];
         if (st.partitions != mv.partitions) {
           fail(
               fmt::format("stationary has {} partitions and moving {}: the contraction runs "
@@ -476,18 +477,18 @@ struct Checker {
           fail(fmt::format("moving is {} wide; at most {}", mv.free_elements(),
                            arch.matmul_moving_max));
         }
-        if (in.dst.partitions != st.free_elements() ||
-            in.dst.free_elements() != mv.free_elements()) {
+        if (in.dst->partitions != st.free_elements() ||
+            in.dst->free_elements() != mv.free_elements()) {
           fail(fmt::format(
               "dst must be [{} x {}] (stationary columns x moving columns), is "
               "[{} x {}]",
-              st.free_elements(), mv.free_elements(), in.dst.partitions, in.dst.free_elements()));
+              st.free_elements(), mv.free_elements(), in.dst->partitions, in.dst->free_elements()));
         }
         const int64_t bank = arch.psum_partition_bytes / arch.psum_banks;
-        const int64_t es = size_of(in.dst.dtype);
-        const int64_t lo = static_cast<int64_t>(in.dst.offset) + in.dst.min_element_offset() * es;
+        const int64_t es = size_of(in.dst->dtype);
+        const int64_t lo = static_cast<int64_t>(in.dst->offset) + in.dst->min_element_offset() * es;
         const int64_t hi =
-            static_cast<int64_t>(in.dst.offset) + in.dst.max_element_offset_exclusive() * es;
+            static_cast<int64_t>(in.dst->offset) + in.dst->max_element_offset_exclusive() * es;
         if (lo / bank != (hi - 1) / bank) {
           fail(fmt::format("dst reaches bytes [{}, {}), which crosses a {}-byte PSUM bank boundary",
                            lo, hi, bank));
@@ -503,15 +504,17 @@ struct Checker {
         operand("dst", in.dst);
         on_chip("src", in.src[0]);
         on_chip("dst", in.dst);
-        if (in.reduce_dims < 1 || in.reduce_dims > in.src[0].ndims) {
+        if (in.reduce_dims < 1 || in.reduce_dims > in.src[0]->ndims) {
           fail(fmt::format("reduces {} free dimensions; src has {}", in.reduce_dims,
-                           in.src[0].ndims));
+                           in.src[0]->ndims));
         }
         uint64_t kept = 1;
-        for (int i = 0; i < in.src[0].ndims - in.reduce_dims; ++i) kept *= in.src[0].dims[i].count;
-        if (in.dst.partitions != in.src[0].partitions || in.dst.free_elements() != kept) {
+        for (int i = 0; i < in.src[0]->ndims - in.reduce_dims; ++i)
+          kept *= in.src[0]->dims[i].count;
+        if (in.dst->partitions != in.src[0]->partitions || in.dst->free_elements() != kept) {
           fail(fmt::format("dst must be [{} x {}] after reducing, is [{} x {}]",
-                           in.src[0].partitions, kept, in.dst.partitions, in.dst.free_elements()));
+                           in.src[0]->partitions, kept, in.dst->partitions,
+                           in.dst->free_elements()));
         }
         if (!is_reduction(in.op0)) {
           fail(fmt::format("reduces with {}; expected add, max, min or mean", name_of(in.op0)));
@@ -566,7 +569,7 @@ struct Checker {
         operand("dst", in.dst);
         on_chip("src0", in.src[0]);
         on_chip("dst", in.dst);
-        const uint64_t n = in.src[0].free_elements();
+        const uint64_t n = in.src[0]->free_elements();
         if (n < 8 || n > 16384) {
           fail(fmt::format("src0 has {} elements per partition; {} takes 8 to 16384", n,
                            name_of(in.opcode)));
@@ -574,19 +577,19 @@ struct Checker {
         if (in.opcode != Opcode::max8) {
           operand("src1", in.src[1]);
           on_chip("src1", in.src[1]);
-          if (in.src[1].partitions != in.src[0].partitions || in.src[1].free_elements() != 8) {
-            fail(fmt::format("src1 (the values) must be [{} x 8]", in.src[0].partitions));
+          if (in.src[1]->partitions != in.src[0]->partitions || in.src[1]->free_elements() != 8) {
+            fail(fmt::format("src1 (the values) must be [{} x 8]", in.src[0]->partitions));
           }
         }
         if (in.opcode == Opcode::match_replace8) {
           same_shape("dst", in.dst, "src0", in.src[0]);
-        } else if (in.dst.partitions != in.src[0].partitions || in.dst.free_elements() != 8) {
-          fail(fmt::format("dst must be [{} x 8]", in.src[0].partitions));
+        } else if (in.dst->partitions != in.src[0]->partitions || in.dst->free_elements() != 8) {
+          fail(fmt::format("dst must be [{} x 8]", in.src[0]->partitions));
         }
-        if (in.opcode == Opcode::find_index8 && in.dst.dtype != DType::uint32 &&
-            in.dst.dtype != DType::uint16) {
+        if (in.opcode == Opcode::find_index8 && in.dst->dtype != DType::uint32 &&
+            in.dst->dtype != DType::uint16) {
           fail(fmt::format("dst is {}; find_index8 writes uint32 or uint16 indices",
-                           name_of(in.dst.dtype)));
+                           name_of(in.dst->dtype)));
         }
         return;
       }
@@ -604,15 +607,15 @@ struct Checker {
         }
         scalar("operand0", in.operand0, in.src[0]);
         scalar("operand1", in.operand1, in.src[0]);
-        if (in.accumulate.present()) per_partition_result("accumulate", in.accumulate, true);
+        if (in.accumulate->present()) per_partition_result("accumulate", in.accumulate, true);
         return;
       case Opcode::copy_predicated:
         binary_on_chip();
-        if (!is_integer(in.src[0].dtype)) {
+        if (!is_integer(in.src[0]->dtype)) {
           fail(fmt::format("the predicate (src0) is {}; it must hold integers",
-                           name_of(in.src[0].dtype)));
+                           name_of(in.src[0]->dtype)));
         }
-        if (in.src[1].dtype != in.dst.dtype) fail("src (src1) and dst must have one dtype");
+        if (in.src[1]->dtype != in.dst->dtype) fail("src (src1) and dst must have one dtype");
         return;
       case Opcode::local_gather: {
         operand("src0", in.src[0]);
@@ -621,28 +624,28 @@ struct Checker {
         on_chip("src0", in.src[0]);
         on_chip("src1", in.src[1]);
         on_chip("dst", in.dst);
-        const uint32_t p = in.src[0].partitions;
-        if (in.src[1].partitions != p || p % 16 != 0) {
+        const uint32_t p = in.src[0]->partitions;
+        if (in.src[1]->partitions != p || p % 16 != 0) {
           fail(
               fmt::format("src0 and the indices (src1) must cover the same partitions, a "
                           "multiple of 16; they have {} and {}",
-                          p, in.src[1].partitions));
+                          p, in.src[1]->partitions));
         }
-        if (!is_integer(in.src[1].dtype)) fail("the indices (src1) must be integers (uint16)");
+        if (!is_integer(in.src[1]->dtype)) fail("the indices (src1) must be integers (uint16)");
         const uint32_t e = in.gather_elements;
         if (e != 1 && e != 2 && e != 4 && e != 8 && e != 16 && e != 32) {
           fail(fmt::format("gather_elements is {}; expected 1, 2, 4, 8, 16 or 32", e));
         }
-        const uint64_t per_slice = in.src[1].free_elements() * 16;
+        const uint64_t per_slice = in.src[1]->free_elements() * 16;
         if (in.gather_indices == 0 || in.gather_indices > per_slice || in.gather_indices > 4096) {
           fail(
               fmt::format("gather_indices is {}; 1 to {} (the indices of a 16-partition slice, "
                           "at most 4096)",
                           in.gather_indices, std::min<uint64_t>(per_slice, 4096)));
         }
-        if (in.src[0].dtype != in.dst.dtype) fail("local_gather does not convert dtypes");
-        if (in.dst.partitions != p ||
-            in.dst.free_elements() != static_cast<uint64_t>(in.gather_indices) * e) {
+        if (in.src[0]->dtype != in.dst->dtype) fail("local_gather does not convert dtypes");
+        if (in.dst->partitions != p ||
+            in.dst->free_elements() != static_cast<uint64_t>(in.gather_indices) * e) {
           fail(fmt::format("dst must be [{} x {}] (gather_indices x gather_elements)", p,
                            static_cast<uint64_t>(in.gather_indices) * e));
         }
@@ -655,11 +658,11 @@ struct Checker {
         on_chip("src0", in.src[0]);
         on_chip("src1", in.src[1]);
         on_chip("dst", in.dst);
-        if (!is_integer(in.src[1].dtype)) fail("the indices (src1) must be integers");
+        if (!is_integer(in.src[1]->dtype)) fail("the indices (src1) must be integers");
         same_shape("dst", in.dst, "src1", in.src[1]);
-        if (in.src[0].partitions != in.dst.partitions) {
-          fail(fmt::format("src0 has {} partitions and dst {}", in.src[0].partitions,
-                           in.dst.partitions));
+        if (in.src[0]->partitions != in.dst->partitions) {
+          fail(fmt::format("src0 has {} partitions and dst {}", in.src[0]->partitions,
+                           in.dst->partitions));
         }
         return;
       case Opcode::activation:
@@ -674,12 +677,12 @@ struct Checker {
         if (in.opcode == Opcode::activation) {
           scalar("scale", in.scale, in.src[0]);
           scalar("bias", in.bias, in.src[0]);
-          if (in.accumulate.present()) {
+          if (in.accumulate->present()) {
             operand("accumulate", in.accumulate);
             on_chip("accumulate", in.accumulate);
-            if (in.accumulate.partitions != in.src[0].partitions ||
-                in.accumulate.free_elements() != 1 || in.accumulate.dtype != DType::fp32) {
-              fail(fmt::format("accumulate must be fp32 [{} x 1]", in.src[0].partitions));
+            if (in.accumulate->partitions != in.src[0]->partitions ||
+                in.accumulate->free_elements() != 1 || in.accumulate->dtype != DType::fp32) {
+              fail(fmt::format("accumulate must be fp32 [{} x 1]", in.src[0]->partitions));
             }
           }
         }
@@ -789,7 +792,7 @@ std::string point_to_point_error(const Instruction& in, uint32_t ranks, int core
 }
 
 std::string collective_size_error(const Instruction& in, uint32_t ranks) {
-  const uint64_t src = in.src[0].elements(), dst = in.dst.elements();
+  const uint64_t src = in.src[0]->elements(), dst = in.dst->elements();
   const uint64_t r = ranks;
   switch (in.collective_op) {
     case CollectiveOp::send:

@@ -169,7 +169,7 @@ nlohmann::json to_json(const Program& program, const std::vector<OnChipBuffer>& 
       if (f & kFunction) o["function"] = std::string(name_of(in.function));
       if (f & kScale) o["scale"] = scalar_json(in.scale);
       if (f & kBias) o["bias"] = scalar_json(in.bias);
-      if ((f & kAccumulate) && in.accumulate.present()) o["accumulate"] = ap_json(in.accumulate);
+      if ((f & kAccumulate) && in.accumulate->present()) o["accumulate"] = ap_json(in.accumulate);
       if (f & kOp0) o["op0"] = std::string(name_of(in.op0));
       if (f & kOperand0) o["operand0"] = scalar_json(in.operand0);
       if (f & kOp1) o["op1"] = std::string(name_of(in.op1));

@@ -106,7 +106,7 @@ struct Printer {
     if (f & kFunction) items.push_back(fmt::format("func={}", name_of(in.function)));
     if (f & kScale) items.push_back("scale=" + scalar(in.scale));
     if (f & kBias) items.push_back("bias=" + scalar(in.bias));
-    if ((f & kAccumulate) && in.accumulate.present())
+    if ((f & kAccumulate) && in.accumulate->present())
       items.push_back("accumulate=" + access_pattern(in.accumulate));
     if (f & kOp0) items.push_back(fmt::format("op0={}", name_of(in.op0)));
     if (f & kOperand0) items.push_back("operand0=" + scalar(in.operand0));

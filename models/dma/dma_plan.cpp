@@ -5,8 +5,8 @@
 namespace trnsim::models {
 
 DmaPlan plan_transfer(const isa::Instruction& dma, const config::ArchConfig& arch) {
-  const auto& src = dma.src[0];
-  const auto& dst = dma.dst;
+  const auto& src = dma.src[0].get();
+  const auto& dst = dma.dst.get();
   DmaPlan plan;
   plan.bytes = dst.bytes();
   plan.partitions = dst.partitions;

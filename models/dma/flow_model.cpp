@@ -219,7 +219,7 @@ void FlowMemoryModel::on_ready(uint32_t id, Picoseconds now) {
         // A broadcast read (partition stride 0) hits the same units, so the same bank group,
         // with every burst: its channels serve it at the tCCD_L rate.
         const bool broadcast_read = reads && !plan.transpose &&
-                                    t.instruction->src[0].partition_stride == 0 &&
+                                    t.instruction->src[0]->partition_stride == 0 &&
                                     plan.partitions > 1;
         const double scale = total > 0 ? flow.hbm_factor / static_cast<double>(total) *
                                              (broadcast_read ? same_group_factor_ : 1.0)

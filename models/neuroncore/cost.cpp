@@ -12,7 +12,7 @@ using isa::Opcode;
 
 namespace {
 bool all_operands(const isa::Instruction& in, bool (*pred)(const isa::AccessPattern&)) {
-  if (in.dst.present() && !pred(in.dst)) return false;
+  if (in.dst->present() && !pred(in.dst)) return false;
   for (const auto& s : in.src) {
     if (s.present() && !pred(s)) return false;
   }
@@ -21,8 +21,8 @@ bool all_operands(const isa::Instruction& in, bool (*pred)(const isa::AccessPatt
 }  // namespace
 
 bool tensor_tensor_fast_path(const isa::Instruction& in) {
-  const auto& a = in.src[0];
-  const auto& b = in.src[1];
+  const auto& a = in.src[0].get();
+  const auto& b = in.src[1].get();
   // I1 lists two rows for max(MIN_II, N): one input in PSUM and the other in SBUF (with no
   // condition on dtype or op: the evacuation of matmul results), and both in SBUF with every
   // operand bf16, op add/subtract/multiply and stride 1.
@@ -31,10 +31,10 @@ bool tensor_tensor_fast_path(const isa::Instruction& in) {
   if (psum_and_sbuf) return true;
   const bool both_sbuf = a.memory == Memory::sbuf && b.memory == Memory::sbuf;
   const bool all_bf16 =
-      a.dtype == DType::bf16 && b.dtype == DType::bf16 && in.dst.dtype == DType::bf16;
+      a.dtype == DType::bf16 && b.dtype == DType::bf16 && in.dst->dtype == DType::bf16;
   const bool op = in.op0 == AluOp::add || in.op0 == AluOp::subtract || in.op0 == AluOp::multiply;
   const bool stride_one =
-      a.innermost_stride_one() && b.innermost_stride_one() && in.dst.innermost_stride_one();
+      a.innermost_stride_one() && b.innermost_stride_one() && in.dst->innermost_stride_one();
   return both_sbuf && all_bf16 && op && stride_one;
 }
 
@@ -52,7 +52,7 @@ uint32_t vector_perf_mode(const isa::Instruction& in, const config::ArchConfig& 
     case Opcode::tensor_scalar:
       return sbuf && contiguous ? 4 : 2;  // A2: 4x all-SBUF contiguous; 2x strided or PSUM
     case Opcode::tensor_tensor:
-      return in.src[0].memory == Memory::sbuf && in.src[1].memory == Memory::sbuf ? 2 : 1;
+      return in.src[0]->memory == Memory::sbuf && in.src[1]->memory == Memory::sbuf ? 2 : 1;
     default:
       return 1;
   }
@@ -78,13 +78,13 @@ Cycles instruction_cycles(const isa::Instruction& in, const config::ArchConfig& 
       break;
     case Opcode::matmul: {
       // I1: max(min(64, N_stationary), N_moving); 4x for fp32; fp8 at the preset's rate (A2).
-      const uint64_t n_stationary = in.src[0].free_elements();
-      uint64_t n_moving = in.src[1].free_elements();
-      if (isa::is_fp8(in.src[0].dtype) && isa::is_fp8(in.src[1].dtype)) {
+      const uint64_t n_stationary = in.src[0]->free_elements();
+      uint64_t n_moving = in.src[1]->free_elements();
+      if (isa::is_fp8(in.src[0]->dtype) && isa::is_fp8(in.src[1]->dtype)) {
         n_moving = (n_moving + arch.matmul_fp8_rate - 1) / arch.matmul_fp8_rate;
       }
       c = std::max(std::min<uint64_t>(arch.matmul_min_cycles, n_stationary), n_moving);
-      if (in.src[0].dtype == DType::fp32 || in.src[1].dtype == DType::fp32) {
+      if (in.src[0]->dtype == DType::fp32 || in.src[1]->dtype == DType::fp32) {
         c *= arch.matmul_fp32_factor;
       }
       break;
@@ -92,12 +92,12 @@ Cycles instruction_cycles(const isa::Instruction& in, const config::ArchConfig& 
     case Opcode::transpose:
       // I1: TensorE max(P, min(64, F)); VectorE max(MIN_II, N).
       c = in.engine == Engine::tensor
-              ? std::max<uint64_t>(in.src[0].partitions, std::min<uint64_t>(min_ii, n))
+              ? std::max<uint64_t>(in.src[0]->partitions, std::min<uint64_t>(min_ii, n))
               : std::max(min_ii, n);
       break;
     case Opcode::activation:
       // I1: max(MIN_II, N); with accumulate, + MIN_II to read the accumulator.
-      c = std::max(min_ii, n) + (in.accumulate.present() ? min_ii : 0);
+      c = std::max(min_ii, n) + (in.accumulate->present() ? min_ii : 0);
       break;
     case Opcode::tensor_scalar:
     case Opcode::tensor_copy:
@@ -108,8 +108,8 @@ Cycles instruction_cycles(const isa::Instruction& in, const config::ArchConfig& 
       break;
     case Opcode::scalar_tensor_tensor: {
       // I1: N for bf16 data, subtract then multiply, N even; otherwise 2N.
-      const bool bf16 = in.src[0].dtype == DType::bf16 && in.src[1].dtype == DType::bf16 &&
-                        in.dst.dtype == DType::bf16;
+      const bool bf16 = in.src[0]->dtype == DType::bf16 && in.src[1]->dtype == DType::bf16 &&
+                        in.dst->dtype == DType::bf16;
       const bool fast =
           bf16 && in.op0 == AluOp::subtract && in.op1 == AluOp::multiply && n % 2 == 0;
       c = std::max<uint64_t>(1, fast ? n : 2 * n);
@@ -117,14 +117,14 @@ Cycles instruction_cycles(const isa::Instruction& in, const config::ArchConfig& 
     }
     case Opcode::tensor_reduce: {
       // I1: N/2 for bf16 in and out with add or max; otherwise N (no MIN_II in the note).
-      const bool fast = in.src[0].dtype == DType::bf16 && in.dst.dtype == DType::bf16 &&
+      const bool fast = in.src[0]->dtype == DType::bf16 && in.dst->dtype == DType::bf16 &&
                         (in.op0 == AluOp::add || in.op0 == AluOp::max);
       c = std::max<uint64_t>(1, fast ? n / 2 : n);  // at least one cycle, even for N = 1
       break;
     }
     case Opcode::memset: {
       // I1: max(MIN_II, N/2) for zero in bf16/fp16, else max(MIN_II, N).
-      const bool fast = in.operand0.imm == 0.0f && isa::is_half(in.dst.dtype);
+      const bool fast = in.operand0.imm == 0.0f && isa::is_half(in.dst->dtype);
       c = std::max(min_ii, fast ? n / 2 : n);
       break;
     }
@@ -172,7 +172,7 @@ Cycles instruction_cycles(const isa::Instruction& in, const config::ArchConfig& 
     case Opcode::copy_predicated: {
       // I1: max(MIN_II, N) with one of predicate and data in PSUM and the other in SBUF;
       // max(MIN_II, 2N) otherwise.
-      const Memory a = in.src[0].memory, b = in.src[1].memory;
+      const Memory a = in.src[0]->memory, b = in.src[1]->memory;
       const bool split = (a == Memory::psum) != (b == Memory::psum);
       c = std::max(min_ii, split ? n : 2 * n);
       break;
@@ -182,7 +182,7 @@ Cycles instruction_cycles(const isa::Instruction& in, const config::ArchConfig& 
       // C = ((28 + t * E) / (t * E)) / min(4 / dtype_size, E), t = 4.
       const double e = in.gather_elements;
       const double t = 4.0;
-      const double per_word = std::min(4.0 / isa::size_of(in.src[0].dtype), e);
+      const double per_word = std::min(4.0 / isa::size_of(in.src[0]->dtype), e);
       const double cc = ((28.0 + t * e) / (t * e)) / per_word;
       c = arch.gpsimd_fixed_cycles +
           static_cast<uint64_t>(std::ceil(static_cast<double>(in.gather_indices) * e / cc));
@@ -248,17 +248,17 @@ uint64_t instruction_flops(const isa::Instruction& in) {
     case Opcode::nop:
       return 0;
     case Opcode::matmul:
-      return 2ULL * in.src[0].partitions * in.src[0].free_elements() * in.src[1].free_elements();
+      return 2ULL * in.src[0]->partitions * in.src[0]->free_elements() * in.src[1]->free_elements();
     case Opcode::activation:
-      return in.dst.elements() * (in.accumulate.present() ? 2 : 1);
+      return in.dst->elements() * (in.accumulate->present() ? 2 : 1);
     case Opcode::tensor_scalar:
     case Opcode::scalar_tensor_tensor:
-      return in.dst.elements() * (in.op1 == AluOp::bypass ? 1 : 2);
+      return in.dst->elements() * (in.op1 == AluOp::bypass ? 1 : 2);
     case Opcode::tensor_tensor:
     case Opcode::select:
     case Opcode::reciprocal:
     case Opcode::affine_select:
-      return in.dst.elements();
+      return in.dst->elements();
     case Opcode::tensor_reduce:
     case Opcode::partition_reduce:
     case Opcode::partition_all_reduce:
@@ -268,11 +268,11 @@ uint64_t instruction_flops(const isa::Instruction& in) {
     case Opcode::find_index8:
     case Opcode::match_replace8:
     case Opcode::range_select:
-      return in.src[0].elements();
+      return in.src[0]->elements();
     case Opcode::tensor_scalar_reduce:
     case Opcode::tensor_tensor_scan:
     case Opcode::tensor_scalar_cumulative:
-      return 2 * in.dst.elements();
+      return 2 * in.dst->elements();
     case Opcode::copy_predicated:
     case Opcode::local_gather:
     case Opcode::gather:

@@ -43,7 +43,7 @@ std::vector<int32_t> same_engine_producers(const isa::InstructionStream& stream)
     mine.index = static_cast<int32_t>(i);
     // The queue (or the collective) writes, later: its semaphore orders it.
     if (isa::is_dma(in.opcode) || isa::is_collective(in.opcode)) continue;
-    for (const isa::AccessPattern* ap : {&in.dst, &in.accumulate}) {
+    for (const isa::AccessPattern* ap : {&in.dst.get(), &in.accumulate.get()}) {
       if (ap->present() && ap->memory != isa::Memory::hbm) {
         mine.regions[mine.count++] = isa::region_of(*ap);
       }

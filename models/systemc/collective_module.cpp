@@ -65,8 +65,9 @@ CollectiveRequest CollectiveModule::request_for(const isa::Instruction& in,
   r.op = in.collective_op;
   // nccom-test's size: the whole buffer (isa/collective.hpp): all_gather's output, the input
   // of the others.
-  r.bytes = in.collective_op == isa::CollectiveOp::all_gather ? in.dst.bytes() : in.src[0].bytes();
-  r.element_bytes = isa::size_of(in.dst.dtype);
+  r.bytes =
+      in.collective_op == isa::CollectiveOp::all_gather ? in.dst->bytes() : in.src[0]->bytes();
+  r.element_bytes = isa::size_of(in.dst->dtype);
   const uint32_t group = in.collective_group != 0 ? in.collective_group : cores_;
   for (uint32_t c = first_core; c < first_core + group; ++c) {
     r.ranks.push_back(CollectiveRank{c / cores_per_chip_, c % cores_per_chip_});
@@ -108,13 +109,13 @@ void CollectiveModule::trigger(uint32_t core, const isa::Instruction& in) {
                        isa::name_of(x.collective_op),
                        x.op0 == isa::AluOp::bypass ? "" : fmt::format(" op0={}", name_of(x.op0)),
                        x.collective_group == 0 ? "" : fmt::format(" group={}", x.collective_group),
-                       name_of(x.dst.dtype), x.src[0].elements(), x.dst.elements(),
+                       name_of(x.dst->dtype), x.src[0]->elements(), x.dst->elements(),
                        x.label.empty() ? "" : fmt::format(" ('{}')", x.label));
   };
   if (in.collective_op != first.collective_op || in.op0 != first.op0 ||
-      in.collective_group != first.collective_group || in.dst.dtype != first.dst.dtype ||
-      in.src[0].elements() != first.src[0].elements() ||
-      in.dst.elements() != first.dst.elements()) {
+      in.collective_group != first.collective_group || in.dst->dtype != first.dst->dtype ||
+      in.src[0]->elements() != first.src[0]->elements() ||
+      in.dst->elements() != first.dst->elements()) {
     fail(fmt::format(
         "collective #{}: the ranks disagree: core {} triggered {}, core {} triggered {}", k,
         p.first_arrived, describe(first), core, describe(in)));
@@ -218,7 +219,7 @@ void CollectiveModule::complete_pair(const PairKey& key) {
   rec.ranks = 2;
   rec.chips = key.from / cores_per_chip_ == key.to / cores_per_chip_ ? 1 : 2;
   rec.steps = p.timing.steps;
-  rec.bytes = p.send->src[0].bytes();
+  rec.bytes = p.send->src[0]->bytes();
   finish_record(rec, p.first_trigger, p.triggered, p.timing);
   pairs_.erase(found);
   ended_.notify(sc_core::SC_ZERO_TIME);
@@ -248,8 +249,8 @@ void CollectiveModule::submit_traffic(uint32_t tag) {
   // The rank's own operands: a send has only its src, a recv only its dst.
   const isa::Instruction& in = t.of.pair ? *pairs_.at(t.of.pair_key).send
                                          : *pending_.at(t.of.key).by_rank[t.core - t.of.key.second];
-  const uint64_t read_at = in.src[0].offset;
-  const uint64_t write_at = t.of.pair ? read_at : in.dst.offset;
+  const uint64_t read_at = in.src[0]->offset;
+  const uint64_t write_at = t.of.pair ? read_at : in.dst->offset;
   // The bytes as 128 partitions of fp32 (or fewer partitions for a small step), read from the
   // rank's input and written at its output: the rank's own HBM stack, by its 16 DMA engines.
   const uint64_t words = std::max<uint64_t>(1, (t.bytes + 3) / 4);

@@ -400,7 +400,7 @@ void TraceWriter::on_instruction(const models::InstructionRecord& r) {
   out += R"(,"operands":"dst=)";
   append_pattern(out, in.dst);
   for (int i = 0; i < 3; ++i) {
-    if (!in.src[i].present()) continue;
+    if (!in.src[i]->present()) continue;
     out += " src";
     out += static_cast<char>('0' + i);
     out += '=';
@@ -442,11 +442,11 @@ void TraceWriter::on_transfer(const models::TransferRecord& r) {
   }
   if (r.end > r.start) {
     const double rate = static_cast<double>(r.bytes) / (r.end - r.start).ns();
-    if (in.src[0].memory == isa::Memory::hbm) {
+    if (in.src[0]->memory == isa::Memory::hbm) {
       add_step(core, Counter::hbm_read, r.start.value, rate);
       add_step(core, Counter::hbm_read, r.end.value, -rate);
     }
-    if (in.dst.memory == isa::Memory::hbm) {
+    if (in.dst->memory == isa::Memory::hbm) {
       add_step(core, Counter::hbm_write, r.start.value, rate);
       add_step(core, Counter::hbm_write, r.end.value, -rate);
     }
@@ -1162,7 +1162,7 @@ void TraceWriter::proto_instruction(const models::InstructionRecord& r, const is
   operands_ += "dst=";
   append_pattern(operands_, in.dst);
   for (int i = 0; i < 3; ++i) {
-    if (!in.src[i].present()) continue;
+    if (!in.src[i]->present()) continue;
     operands_ += " src";
     operands_ += static_cast<char>('0' + i);
     operands_ += '=';

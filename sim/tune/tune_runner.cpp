@@ -79,10 +79,10 @@ double lower_bound_ns(const isa::Program& p, const config::ArchConfig& arch, uin
     for (const isa::Instruction& in : p.stream(e)) {
       sum += models::estimate::instruction_ns(in, arch);
       if (!isa::is_dma(in.opcode)) continue;
-      const double bytes = static_cast<double>(in.src[0].bytes());
+      const double bytes = static_cast<double>(in.src[0]->bytes());
       dma_bytes += bytes;
-      if (in.src[0].memory == isa::Memory::hbm) hbm_bytes += bytes;
-      if (in.dst.memory == isa::Memory::hbm) hbm_bytes += bytes;
+      if (in.src[0]->memory == isa::Memory::hbm) hbm_bytes += bytes;
+      if (in.dst->memory == isa::Memory::hbm) hbm_bytes += bytes;
     }
     busiest = std::max(busiest, sum);
   }

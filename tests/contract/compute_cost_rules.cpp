@@ -191,17 +191,17 @@ TEST_CASE("tensor_tensor fast path (bf16, SBUF, add/sub/mul, stride 1) costs max
 
 TEST_CASE("tensor_tensor with an fp32 operand costs max(MIN_II, 2N)", "[contract][cost]") {
   Instruction src = fast_tensor_tensor(512);
-  src.src[1].dtype = DType::fp32;
+  src.src[1].edit().dtype = DType::fp32;
   CHECK_FALSE(tensor_tensor_fast_path(src));
   CHECK(cycles(src) == 1024);
   Instruction dst = fast_tensor_tensor(512);
-  dst.dst.dtype = DType::fp32;
+  dst.dst.edit().dtype = DType::fp32;
   CHECK(cycles(dst) == 1024);
   Instruction small = fast_tensor_tensor(40);
-  small.src[0].dtype = DType::fp32;
+  small.src[0].edit().dtype = DType::fp32;
   CHECK(cycles(small) == 80);
   Instruction tiny = fast_tensor_tensor(16);
-  tiny.src[0].dtype = DType::fp32;
+  tiny.src[0].edit().dtype = DType::fp32;
   CHECK(cycles(tiny) == 64);
 }
 
@@ -395,6 +395,6 @@ TEST_CASE("the VectorE performance modes do not apply to fp32, to other engines 
   CHECK(cycles(unary(Opcode::tensor_copy, Engine::vector, 1024)) == 1024);
   // A mixed-dtype copy (bf16 to fp32) is not all half precision.
   Instruction widen = unary(Opcode::tensor_copy, Engine::vector, 1024);
-  widen.dst.dtype = DType::fp32;
+  widen.dst.edit().dtype = DType::fp32;
   CHECK(trn2_cycles(widen) == 1024);
 }

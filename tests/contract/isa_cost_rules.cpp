@@ -193,10 +193,10 @@ TEST_CASE(
   CHECK(cycles(stt(DType::fp32, AluOp::subtract, AluOp::multiply, 512)) == 1024);
   CHECK(cycles(stt(DType::fp16, AluOp::subtract, AluOp::multiply, 512)) == 1024);
   Instruction fp32_dst = stt(DType::bf16, AluOp::subtract, AluOp::multiply, 512);
-  fp32_dst.dst.dtype = DType::fp32;
+  fp32_dst.dst.edit().dtype = DType::fp32;
   CHECK(cycles(fp32_dst) == 1024);
   Instruction fp32_src1 = stt(DType::bf16, AluOp::subtract, AluOp::multiply, 512);
-  fp32_src1.src[1].dtype = DType::fp32;
+  fp32_src1.src[1].edit().dtype = DType::fp32;
   CHECK(cycles(fp32_src1) == 1024);
   // The same on trn2: scalar_tensor_tensor has no performance mode.
   CHECK(trn2_cycles(stt(DType::bf16, AluOp::subtract, AluOp::multiply, 512)) == 512);
@@ -271,7 +271,7 @@ TEST_CASE("partition_reduce costs 150 + N", "[contract][cost]") {
   CHECK(cycles(partition_reduce(Opcode::partition_reduce, 1)) == 151);
   // Independent of the number of partitions reduced.
   Instruction few = partition_reduce(Opcode::partition_reduce, 300);
-  few.src[0].partitions = 4;
+  few.src[0].edit().partitions = 4;
   CHECK(cycles(few) == 450);
 }
 
@@ -512,7 +512,7 @@ TEST_CASE(
   Instruction act = unary(Opcode::activation, Engine::scalar, 512, DType::fp32);
   act.src[0] = psum_ap(DType::fp32, 0, 128, 0, {{1, 512}});
   CHECK(ports_of(act, trn2) == kPortPsumBank0);
-  act.src[0].offset = 2048;
+  act.src[0].edit().offset = 2048;
   CHECK(ports_of(act, trn2) == (kPortPsumBank0 << 1));
   // Bytes [1024, 5120): banks 0, 1 and 2.
   act.src[0] = psum_ap(DType::fp32, 0, 128, 1024, {{1, 1024}});
@@ -528,7 +528,7 @@ TEST_CASE(
   CHECK(ports_of(act, trn2) == (kPortPsumBank0 | kPortPsumBank0 << 5));
   // A matmul writing bank 3.
   Instruction mm = matmul(DType::bf16, 128, DType::bf16, 512);
-  mm.dst.offset = 3 * 2048;
+  mm.dst.edit().offset = 3 * 2048;
   CHECK(ports_of(mm, trn2) == (kPortPsumBank0 << 3));
   // VectorE touching SBUF holds no port outside a performance mode (fp32: none).
   CHECK(ports_of(unary(Opcode::tensor_copy, Engine::vector, 512, DType::fp32), trn2) == 0u);
@@ -541,7 +541,7 @@ TEST_CASE(
   // In a performance mode it takes the bus GpSimdE shares: tensor_copy 4x, tensor_tensor 2x.
   CHECK(ports_of(unary(Opcode::tensor_copy, Engine::vector, 512), trn2) == kPortSbufVectorGpSimd);
   for (DType t : {DType::bf16, DType::fp16}) {
-    tt.src[0].dtype = tt.src[1].dtype = tt.dst.dtype = t;
+    tt.src[0].edit().dtype = tt.src[1].edit().dtype = tt.dst.edit().dtype = t;
     CHECK(ports_of(tt, trn2) == kPortSbufVectorGpSimd);
   }
   // 2x mode from PSUM: the shared bus and the PSUM bank.

@@ -102,7 +102,7 @@ TEST_CASE("local_gather costs 150 + n*E/C, C = ((28 + 4E) / 4E) / min(4 / elemen
   in.gather_indices = 64;
   CHECK(cycles(in) == 150 + 94);
   // bf16, E = 1: C = (32 / 4) / min(2, 1) = 8; 64 / 8 = 8.
-  in.src[0].dtype = DType::bf16;
+  in.src[0].edit().dtype = DType::bf16;
   in.gather_elements = 1;
   CHECK(cycles(in) == 150 + 8);
   // bf16, E = 8, 16 indices: C = (60 / 32) / min(2, 8) = 0.9375; 128 / 0.9375 = 136.5 -> 137.

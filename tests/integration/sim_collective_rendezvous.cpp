@@ -26,10 +26,10 @@ isa::Instruction collective(isa::CollectiveOp op, isa::AluOp op0, uint32_t eleme
   in.opcode = isa::Opcode::collective;
   in.collective_op = op;
   in.op0 = op0;
-  in.src[0].memory = isa::Memory::hbm;
-  in.src[0].partitions = 1;
-  in.src[0].ndims = 1;
-  in.src[0].dims[0] = isa::Dim{1, elements};
+  in.src[0].edit().memory = isa::Memory::hbm;
+  in.src[0].edit().partitions = 1;
+  in.src[0].edit().ndims = 1;
+  in.src[0].edit().dims[0] = isa::Dim{1, elements};
   in.dst = in.src[0];
   in.updates.push_back(isa::SemaphoreUpdate{0, isa::SemaphoreUpdateKind::add, 1});
   return in;

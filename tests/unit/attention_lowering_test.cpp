@@ -171,7 +171,7 @@ TEST_CASE("attention at seq 8192 fits the instruction cap, SBUF and PSUM, heads 
         uint64_t psum_end = 0;
         for (Engine e : trnsim::kAllEngines) {
           for (const Instruction& in : k.program.stream(e)) {
-            for (const auto* ap : {&in.dst, &in.src[0], &in.src[1]}) {
+            for (const auto* ap : {&in.dst.get(), &in.src[0].get(), &in.src[1].get()}) {
               if (ap->present() && ap->memory == Memory::psum) {
                 psum_end =
                     std::max<uint64_t>(psum_end, ap->offset + ap->max_element_offset_exclusive() *
@@ -194,10 +194,10 @@ TEST_CASE("causal attention skips the blocks past each query block and masks the
   const LoweredKernel full = lowered(att(1, 1000, 64, "", R"({"kv_block": 256})"));
   uint64_t keys = 0, keys_full = 0;
   for (const Instruction& in : k.program.stream(Engine::tensor)) {
-    if (in.label.rfind("S ", 0) == 0) keys += in.src[1].free_elements();
+    if (in.label.rfind("S ", 0) == 0) keys += in.src[1]->free_elements();
   }
   for (const Instruction& in : full.program.stream(Engine::tensor)) {
-    if (in.label.rfind("S ", 0) == 0) keys_full += in.src[1].free_elements();
+    if (in.label.rfind("S ", 0) == 0) keys_full += in.src[1]->free_elements();
   }
   uint64_t want = 0;
   for (int64_t q0 = 0; q0 < 1000; q0 += 128) want += std::min<int64_t>(q0 + 128, 1000);
@@ -209,7 +209,7 @@ TEST_CASE("causal attention skips the blocks past each query block and masks the
   for (const Instruction& in : k.program.stream(Engine::vector)) {
     if (in.label.rfind("mask", 0) == 0) {
       ++masks;
-      CHECK(in.src[1].free_elements() <= 128);
+      CHECK(in.src[1]->free_elements() <= 128);
     }
   }
   CHECK(masks == 8);
@@ -225,20 +225,20 @@ TEST_CASE("attention transposes Q and K by DMA and P by TensorE", "[unit][attent
   CHECK(count_of(p, Engine::sync, Opcode::dma_transpose) == 4);
   for (const Instruction& in : p.stream(Engine::sync)) {
     if (in.opcode != Opcode::dma_transpose) continue;
-    CHECK(in.dst.partitions == 64);
-    CHECK(in.dst.free_elements() == 300);
+    CHECK(in.dst->partitions == 64);
+    CHECK(in.dst->free_elements() == 300);
   }
   CHECK(k.choices.at("qk_transpose") == "dma");
   // P^T through the PE array: one per 128-key sub-block: 3 query blocks x 3 sub-blocks x 2.
   CHECK(count_of(p, Engine::tensor, Opcode::transpose) == 18);
   for (const Instruction& in : p.stream(Engine::tensor)) {
-    if (in.opcode == Opcode::transpose) CHECK(in.dst.memory == Memory::psum);
+    if (in.opcode == Opcode::transpose) CHECK(in.dst->memory == Memory::psum);
   }
   // Scores in moving chunks of at most 512 keys; P V contracts 128-key sub-blocks.
   for (const Instruction& in : p.stream(Engine::tensor)) {
     if (in.opcode != Opcode::matmul) continue;
-    CHECK(in.src[1].free_elements() <= 512);
-    CHECK(in.src[0].partitions <= 128);
+    CHECK(in.src[1]->free_elements() <= 512);
+    CHECK(in.src[0]->partitions <= 128);
   }
 }
 

@@ -91,11 +91,11 @@ TEST_CASE("a collective's sizes follow nccom-test's convention over the run's ra
     isa::Instruction in;
     in.opcode = isa::Opcode::collective;
     in.collective_op = op;
-    in.src[0].partitions = 1;
-    in.src[0].ndims = 1;
-    in.src[0].dims[0] = isa::Dim{1, static_cast<uint32_t>(src)};
+    in.src[0].edit().partitions = 1;
+    in.src[0].edit().ndims = 1;
+    in.src[0].edit().dims[0] = isa::Dim{1, static_cast<uint32_t>(src)};
     in.dst = in.src[0];
-    in.dst.dims[0].count = static_cast<uint32_t>(dst);
+    in.dst.edit().dims[0].count = static_cast<uint32_t>(dst);
     return in;
   };
   using Op = isa::CollectiveOp;
@@ -139,13 +139,13 @@ TEST_CASE("send and recv print and parse back with their one operand and peer, i
   REQUIRE(a.sequence.size() == 3);
   const isa::Instruction& send = a.sequence[0];
   CHECK(send.collective_op == isa::CollectiveOp::send);
-  CHECK(send.src[0].present());
-  CHECK_FALSE(send.dst.present());
+  CHECK(send.src[0]->present());
+  CHECK_FALSE(send.dst->present());
   CHECK(send.peer_kind == isa::PeerKind::relative);
   CHECK(send.peer == 1);
   const isa::Instruction& recv = a.sequence[1];
-  CHECK(recv.dst.present());
-  CHECK_FALSE(recv.src[0].present());
+  CHECK(recv.dst->present());
+  CHECK_FALSE(recv.src[0]->present());
   CHECK(recv.peer == -3);
   CHECK(a.sequence[2].peer_kind == isa::PeerKind::absolute);
   CHECK(a.sequence[2].peer == 2);
@@ -164,7 +164,7 @@ TEST_CASE("send and recv print and parse back with their one operand and peer, i
   const isa::Assembly back = isa::parse_assembly(text, "back.tasm", trn2());
   REQUIRE(back.sequence.size() == 3);
   CHECK(back.sequence[0].peer == 1);
-  CHECK(back.sequence[0].src[0].present());
+  CHECK(back.sequence[0].src[0]->present());
   CHECK(back.sequence[1].peer == -3);
   // JSON: a send has only "src", a recv only "dst"; peer an integer (absolute) or "+K"/"-K".
   const nlohmann::json j = isa::to_json(p, {}, {}, a.expectations);
@@ -177,7 +177,7 @@ TEST_CASE("send and recv print and parse back with their one operand and peer, i
   const isa::Assembly from = isa::from_json(j, "p.json");
   const auto& s = from.program.stream(Engine::sync);
   CHECK(s[0].collective_op == isa::CollectiveOp::send);
-  CHECK(s[0].src[0].present());
+  CHECK(s[0].src[0]->present());
   CHECK(s[0].peer == 1);
   CHECK(s[1].peer == -3);
   CHECK(s[2].peer_kind == isa::PeerKind::absolute);

@@ -125,7 +125,7 @@ TEST_CASE("compile mode sums squares in the activation that squares them") {
   size_t folded = 0, reductions = 0;
   for (const auto& in : k.program.stream(Engine::scalar)) {
     if (in.opcode == isa::Opcode::activation && in.function == isa::ActivationFunction::square &&
-        in.accumulate.present()) {
+        in.accumulate->present()) {
       ++folded;
     }
   }

@@ -277,7 +277,7 @@ TEST_CASE("iota rounds and saturates to the destination dtype", "[unit][semantic
   run(in, mem);
   CHECK(values(trnsim::isa::read(mem, in.dst)) == std::vector<float>{-128, -100, 0, 100, 127});
   // uint8: negatives become 0, above 255 become 255.
-  in.dst.dtype = DType::uint8;
+  in.dst.edit().dtype = DType::uint8;
   run(in, mem);
   CHECK(values(trnsim::isa::read(mem, in.dst)) == std::vector<float>{0, 0, 0, 100, 200});
   in.index_base = 155;
@@ -985,17 +985,17 @@ TEST_CASE("validation rejects ALU ops where the opcode does not take them", "[un
   tt.op0 = AluOp::bitwise_and;
   CHECK(reason(tt) == "");
   // A bitwise op on a float operand, in any position.
-  tt.src[1].dtype = DType::fp32;
+  tt.src[1].edit().dtype = DType::fp32;
   CHECK_THAT(reason(tt), Contains("takes integer operands"));
-  tt.src[1].dtype = DType::int32;
-  tt.dst.dtype = DType::bf16;
+  tt.src[1].edit().dtype = DType::int32;
+  tt.dst.edit().dtype = DType::bf16;
   CHECK_THAT(reason(tt), Contains("takes integer operands"));
-  tt.dst.dtype = DType::int32;
+  tt.dst.edit().dtype = DType::int32;
   tt.op0 = AluOp::shift_right;
-  tt.src[0].dtype = DType::fp8_e4m3;
+  tt.src[0].edit().dtype = DType::fp8_e4m3;
   CHECK_THAT(reason(tt), Contains("takes integer operands"));
   // mean is a reduction only.
-  tt.src[0].dtype = DType::int32;
+  tt.src[0].edit().dtype = DType::int32;
   tt.op0 = AluOp::mean;
   CHECK_THAT(reason(tt), Contains("mean, which only reductions take"));
   Instruction ts = make(Opcode::tensor_scalar, Engine::vector);

@@ -84,7 +84,7 @@ TEST_CASE("SyncTracker counts DMA engines on a queue's semaphore", "[unit][kerne
   dma.dst = trnsim::isa::sbuf_ap(trnsim::isa::DType::bf16, 0, 128, 0, {{1, 64}});
   dma.dma_queue = q;
   const Signal first = sync.emit(dma, {});
-  dma.src[0].partitions = dma.dst.partitions = 20;
+  dma.src[0].edit().partitions = dma.dst.edit().partitions = 20;
   const Signal second = sync.emit(dma, {});
   CHECK(first.semaphore == p.queues[q].semaphore);
   CHECK(first.value == 16);       // 128 partitions: 16 DMA engines

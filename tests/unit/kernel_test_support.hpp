@@ -88,7 +88,7 @@ inline bool play(const trnsim::isa::Program& p, const trnsim::config::ArchConfig
         if (!ready) break;
         execute(in, mem);
         if (is_dma(in.opcode)) {
-          sem[p.queues[in.dma_queue].semaphore] += arch.dma_engines_for(in.dst.partitions);
+          sem[p.queues[in.dma_queue].semaphore] += arch.dma_engines_for(in.dst->partitions);
         }
         for (const auto& u : in.updates) {
           sem[u.semaphore] =

@@ -122,10 +122,10 @@ TEST_CASE("bn_stats reads chunks of at most bn_stats_free_max, then one bn_aggr"
   std::vector<uint64_t> sizes;
   for (const Instruction& in : k.program.stream(Engine::vector)) {
     if (in.opcode == Opcode::bn_stats && in.label.find("tile 0 ") != std::string::npos) {
-      sizes.push_back(in.src[0].free_elements());
-      CHECK(in.dst.free_elements() == 3);
+      sizes.push_back(in.src[0]->free_elements());
+      CHECK(in.dst->free_elements() == 3);
     }
-    if (in.opcode == Opcode::bn_aggr) CHECK(in.src[0].free_elements() == 9);
+    if (in.opcode == Opcode::bn_aggr) CHECK(in.src[0]->free_elements() == 9);
   }
   CHECK(sizes == std::vector<uint64_t>{512, 512, 76});
   CHECK(count_of(k.program, Engine::vector, Opcode::bn_stats) == 2 * 3);
@@ -154,7 +154,7 @@ TEST_CASE("layernorm puts statistics on VectorE and the scale and shift on Scala
     for (const Instruction& in : p.stream(Engine::scalar)) {
       if (in.function == trnsim::isa::ActivationFunction::square) {
         ++squares;
-        CHECK(in.accumulate.present());
+        CHECK(in.accumulate->present());
         CHECK(in.bias.per_partition.present());  // -mean / sqrt(hidden)
       }
       if (in.function == trnsim::isa::ActivationFunction::identity) {

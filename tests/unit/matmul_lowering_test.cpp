@@ -65,7 +65,7 @@ uint64_t hbm_bytes_read(const Program& p) {
   uint64_t n = 0;
   for (const auto& s : p.streams)
     for (const auto& in : s)
-      if (trnsim::isa::is_dma(in.opcode) && in.src[0].memory == Memory::hbm) n += in.dst.bytes();
+      if (trnsim::isa::is_dma(in.opcode) && in.src[0]->memory == Memory::hbm) n += in.dst->bytes();
   return n;
 }
 
@@ -156,14 +156,14 @@ TEST_CASE("matmul strategies follow the NKI tutorial's loop nests: instruction a
       uint64_t n = 0;
       for (const auto& st : p.streams)
         for (const auto& in : st)
-          n += in.opcode == Opcode::dma_copy && in.src[0].memory == Memory::hbm;
+          n += in.opcode == Opcode::dma_copy && in.src[0]->memory == Memory::hbm;
       return n;
     };
     auto stores = [](const Program& p) {
       uint64_t n = 0;
       for (const auto& st : p.streams)
         for (const auto& in : st)
-          n += in.opcode == Opcode::dma_copy && in.dst.memory == Memory::hbm;
+          n += in.opcode == Opcode::dma_copy && in.dst->memory == Memory::hbm;
       return n;
     };
     auto evacuations = [](const Program& p) {
@@ -203,8 +203,8 @@ TEST_CASE("matmul strategies follow the NKI tutorial's loop nests: instruction a
           CHECK(stores(p) == (N / 1024) * Mt);
           for (const auto& st : p.streams)
             for (const auto& in : st)
-              if (in.opcode == Opcode::dma_copy && in.dst.memory == Memory::hbm)
-                CHECK(in.dst.free_elements() == 1024);  // 2 KiB per partition
+              if (in.opcode == Opcode::dma_copy && in.dst->memory == Memory::hbm)
+                CHECK(in.dst->free_elements() == 1024);  // 2 KiB per partition
       }
     }
   }
@@ -240,8 +240,8 @@ TEST_CASE("matmul tiles follow pe_rows, pe_columns and the moving size, not 128 
   CHECK(narrow.choices["tile_k"] == 64);
   CHECK(narrow.choices["tile_m"] == 32);
   for (const auto& in : narrow.program.stream(Engine::tensor)) {
-    CHECK(in.src[0].partitions <= 64);
-    CHECK(in.src[0].free_elements() <= 32);
+    CHECK(in.src[0]->partitions <= 64);
+    CHECK(in.src[0]->free_elements() <= 32);
   }
 }
 
@@ -289,8 +289,8 @@ TEST_CASE("the mlp applies its activation on ScalarE reading PSUM", "[unit][mlp]
     if (in.opcode != Opcode::activation) continue;
     ++activations;
     CHECK(in.function == trnsim::isa::ActivationFunction::gelu_tanh);
-    CHECK(in.src[0].memory == Memory::psum);
-    CHECK(in.dst.memory == Memory::sbuf);
+    CHECK(in.src[0]->memory == Memory::psum);
+    CHECK(in.dst->memory == Memory::sbuf);
   }
   CHECK(activations == 4096 / 128);  // one per F tile of the one chunk of 512 rows
   CHECK(count(k.program, Opcode::matmul) == 2 * 8 * 32 * 1);
@@ -300,9 +300,9 @@ TEST_CASE("the mlp applies its activation on ScalarE reading PSUM", "[unit][mlp]
   uint64_t stores = 0;
   for (const auto& s : k.program.streams)
     for (const auto& in : s)
-      if (trnsim::isa::is_dma(in.opcode) && in.dst.memory == Memory::hbm) {
+      if (trnsim::isa::is_dma(in.opcode) && in.dst->memory == Memory::hbm) {
         ++stores;
-        CHECK(in.dst.offset >= k.program.find_dram_tensor("y")->address);
+        CHECK(in.dst->offset >= k.program.find_dram_tensor("y")->address);
       }
   CHECK(stores == 4 * 2);
 }

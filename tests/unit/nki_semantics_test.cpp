@@ -465,7 +465,7 @@ TEST_CASE("the new opcodes' rules reject what NKI rejects", "[unit][validate][nk
   lg.dst = sbuf_ap(DType::fp32, 0, 24, 512, {{1, 1}});
   lg.gather_indices = 1;
   CHECK_THAT(reason(lg), Contains("multiple of 16"));
-  lg.src[0].partitions = lg.src[1].partitions = lg.dst.partitions = 16;
+  lg.src[0].edit().partitions = lg.src[1].edit().partitions = lg.dst.edit().partitions = 16;
   lg.gather_elements = 3;
   CHECK_THAT(reason(lg), Contains("expected 1, 2, 4, 8, 16 or 32"));
   lg.gather_elements = 1;

@@ -120,7 +120,7 @@ inline std::string find_unordered_conflicts(const trnsim::isa::Program& p,
           item.clock = qc;
           item.reads.push_back(hazard_region(in.src[0]));
           item.writes.push_back(hazard_region(in.dst));
-          if (!raise(p.queues[in.dma_queue].semaphore, arch.dma_engines_for(in.dst.partitions), q,
+          if (!raise(p.queues[in.dma_queue].semaphore, arch.dma_engines_for(in.dst->partitions), q,
                      qc)) {
             return "semaphore " + p.semaphores[p.queues[in.dma_queue].semaphore].name +
                    " has more than one raiser";
@@ -140,8 +140,8 @@ inline std::string find_unordered_conflicts(const trnsim::isa::Program& p,
           if (in.opcode == Opcode::matmul && !in.accumulate_start) {
             item.reads.push_back(hazard_region(in.dst));
           }
-          if (in.dst.present()) item.writes.push_back(hazard_region(in.dst));
-          if (in.accumulate.present()) item.writes.push_back(hazard_region(in.accumulate));
+          if (in.dst->present()) item.writes.push_back(hazard_region(in.dst));
+          if (in.accumulate->present()) item.writes.push_back(hazard_region(in.accumulate));
           for (const auto& u : in.updates) {
             if (u.kind != SemaphoreUpdateKind::add || !raise(u.semaphore, u.value, x, c)) {
               return "semaphore " + p.semaphores[u.semaphore].name +

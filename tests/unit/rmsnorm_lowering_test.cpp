@@ -151,7 +151,7 @@ TEST_CASE("the lowered rmsnorm has one load and store per tile and waits for who
   CHECK(waits_for_all);
   // The last tile's DMAs cover 72 partitions.
   int partial = 0;
-  for (const Instruction& in : p.stream(Engine::sync)) partial += in.dst.partitions == 72;
+  for (const Instruction& in : p.stream(Engine::sync)) partial += in.dst->partitions == 72;
   CHECK(partial == 2);
 }
 

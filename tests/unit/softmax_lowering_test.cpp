@@ -102,7 +102,7 @@ TEST_CASE("softmax: the max on VectorE in the data's dtype, exp with -max and th
     if (in.opcode == Opcode::tensor_reduce) {
       ++maxes;
       CHECK(in.op0 == trnsim::isa::AluOp::max);
-      CHECK(in.dst.dtype == DType::bf16);  // exact, and I1's fast rate for bf16 in and out
+      CHECK(in.dst->dtype == DType::bf16);  // exact, and I1's fast rate for bf16 in and out
     }
   }
   CHECK(maxes == 2);
@@ -110,9 +110,9 @@ TEST_CASE("softmax: the max on VectorE in the data's dtype, exp with -max and th
   for (const Instruction& in : p.stream(Engine::scalar)) {
     if (in.function != trnsim::isa::ActivationFunction::exp) continue;
     ++exps;
-    CHECK(in.bias.per_partition.present());    // -max
-    CHECK(in.accumulate.present());            // the sum
-    CHECK(in.dst.offset == in.src[0].offset);  // in place
+    CHECK(in.bias.per_partition.present());      // -max
+    CHECK(in.accumulate->present());             // the sum
+    CHECK(in.dst->offset == in.src[0]->offset);  // in place
   }
   CHECK(exps == 2);
   CHECK(count_of(p, Engine::vector, Opcode::reciprocal) == 2);

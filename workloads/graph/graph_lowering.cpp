@@ -500,7 +500,7 @@ void RowKernel::emit_op(size_t pos, uint32_t parts, uint32_t buf, std::vector<In
   } else {
     scalar_ok = false;
   }
-  if (scalar_ok && v.src[0].offset == src.offset && pick(v, a) == Engine::scalar) {
+  if (scalar_ok && v.src[0]->offset == src.offset && pick(v, a) == Engine::scalar) {
     push(a);
   } else {
     push(v);

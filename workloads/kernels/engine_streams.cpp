@@ -70,7 +70,7 @@ Completion EngineStreams::emit(isa::Instruction in, const Completions& after) {
   Completion done;
   if (isa::is_dma(in.opcode)) {
     auto& total = queue_total_[in.dma_queue];
-    total += arch_.dma_engines_for(in.dst.partitions);
+    total += arch_.dma_engines_for(in.dst->partitions);
     done = Completion{program_.queues[in.dma_queue].semaphore, total};
   } else {
     if (engine_semaphore_[e] < 0) {

@@ -198,7 +198,7 @@ Signal SyncTracker::emit(isa::Instruction in, const std::vector<Signal>& deps, i
     std::vector<int64_t>& queue = known_[q];
     for (size_t s = 0; s < sems_; ++s) queue[s] = std::max(queue[s], known[s]);
     const uint16_t sem = program_.queues[in.dma_queue].semaphore;
-    value_[sem] += arch_.dma_engines_for(in.dst.partitions);
+    value_[sem] += arch_.dma_engines_for(in.dst->partitions);
     queue[sem] = value_[sem];
     record(sem, value_[sem], queue);
     out = Signal{sem, value_[sem]};

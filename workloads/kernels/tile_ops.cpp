@@ -74,7 +74,7 @@ Completion TileOps::load(uint16_t queue, const HbmMatrix& m, int64_t r0, int64_t
             : dma_copy(queue, isa::sbuf_ap(dt_, 0, parts, at, {{row_stride, t}, {1, n}}),
                        isa::hbm_ap(dt_, src, parts, m.cols, {{tile_rows * m.cols, t}, {1, n}}),
                        fmt::format("load {} r{} c{}", m.name, first_row, c0));
-    loaded_ += in.dst.bytes();
+    loaded_ += in.dst->bytes();
     done = streams_.emit(std::move(in), after);
   };
   if (whole > 0) transfer(r0, tile_rows, whole, offset);
@@ -99,7 +99,7 @@ Completion TileOps::load_transposed(uint16_t queue, const HbmMatrix& m, int64_t 
                                    isa::hbm_ap(dt_, m.address + (c0 * m.cols + first) * es_,
                                                static_cast<uint32_t>(cols), m.cols, {{1, parts}}),
                                    fmt::format("load {}^T r{} c{}", m.name, first, c0));
-    loaded_ += in.dst.bytes();
+    loaded_ += in.dst->bytes();
     done = streams_.emit(std::move(in), after);
   }
   return done;

@@ -1,0 +1,85 @@
+// isa::PatternRef, the shared form in which an Instruction holds its operands: it reads as the
+// pattern it was given, equal patterns share one copy, and a change through edit() stays with
+// the reference that made it.
+#include <catch2/catch.hpp>
+
+#include <thread>
+
+#include "isa/instruction.hpp"
+#include "isa/pattern_ref.hpp"
+
+using trnsim::isa::AccessPattern;
+using trnsim::isa::DType;
+using trnsim::isa::Instruction;
+using trnsim::isa::PatternRef;
+using trnsim::isa::sbuf_ap;
+
+TEST_CASE("PatternRef: reads as the pattern it was given, and equal patterns share one copy") {
+  const AccessPattern tile = sbuf_ap(DType::bf16, 0, 128, 1024, {{1, 64}});
+  const PatternRef a = tile;
+  const PatternRef b = tile;
+  CHECK(a.get() == tile);
+  CHECK(a->offset == 1024);
+  CHECK(a.present());
+  const AccessPattern& read = a;
+  CHECK(read.partitions == 128);
+  CHECK(&a.get() == &b.get());  // one copy for both
+  const PatternRef other = sbuf_ap(DType::bf16, 0, 128, 2048, {{1, 64}});
+  CHECK(&other.get() != &a.get());
+  CHECK(other != a);
+}
+
+TEST_CASE("PatternRef: the default and the absent pattern read as an absent operand") {
+  const PatternRef none;
+  CHECK_FALSE(none.present());
+  CHECK(none.get() == AccessPattern{});
+  const PatternRef absent = AccessPattern{};
+  CHECK_FALSE(absent.present());
+  CHECK(absent == none);
+  // An absent pattern that still says something (a dtype) is kept as given.
+  AccessPattern typed;
+  typed.dtype = DType::bf16;
+  const PatternRef t = typed;
+  CHECK_FALSE(t.present());
+  CHECK(t->dtype == DType::bf16);
+}
+
+TEST_CASE("PatternRef: edit() changes this reference's own copy, not the others sharing it") {
+  Instruction x, y;
+  x.dst = sbuf_ap(DType::fp32, 0, 64, 0, {{1, 32}});
+  y.dst = x.dst;
+  Instruction copy = x;
+  x.dst.edit().offset = 4096;
+  CHECK(x.dst->offset == 4096);
+  CHECK(y.dst->offset == 0);
+  CHECK(copy.dst->offset == 0);
+  // A new pattern equal to the old one still finds the unchanged copy.
+  const PatternRef again = sbuf_ap(DType::fp32, 0, 64, 0, {{1, 32}});
+  CHECK(again->offset == 0);
+  // Editing a reference that is not shared changes it in place; editing an empty one starts
+  // from the absent pattern.
+  PatternRef own;
+  own.edit().partitions = 3;
+  CHECK(own.present());
+  CHECK(own->partitions == 3);
+}
+
+TEST_CASE("PatternRef: copies on several threads keep the shared pattern alive") {
+  const AccessPattern tile = sbuf_ap(DType::bf16, 0, 128, 0, {{1, 512}});
+  PatternRef shared = tile;
+  int mismatches = 0;  // Catch2's assertions are for the test's own thread only
+  std::thread other([&shared, &tile, &mismatches] {
+    for (int i = 0; i < 10000; ++i) {
+      PatternRef c = shared;
+      PatternRef d = tile;  // this thread's own table
+      mismatches += c != d;
+    }
+  });
+  for (int i = 0; i < 10000; ++i) {
+    PatternRef c = shared;
+    CHECK(c->partitions == 128);
+  }
+  other.join();
+  CHECK(mismatches == 0);
+  CHECK(shared.get() == tile);
+}
