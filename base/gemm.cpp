@@ -1,20 +1,60 @@
 #include "base/gemm.hpp"
 
 #include <cblas.h>
+#include <dlfcn.h>
+#include <fmt/format.h>
 
+#include <cstdlib>
 #include <limits>
-#include <mutex>
 #include <stdexcept>
 
 namespace trnsim::base {
 
 namespace {
 
-// OpenBLAS would start a thread per processor for each large product; the callers split their
-// work over host_threads() themselves, so every call stays on its caller's thread.
-void one_thread_per_call() {
-  static std::once_flag once;
-  std::call_once(once, [] { openblas_set_num_threads(1); });
+// OpenBLAS, opened when the first product is computed rather than linked: its pthread build
+// starts a thread per processor as it loads, and that thread spins for about 0.1 s of CPU
+// waiting for work (sched_yield), in every run, timing-only ones included, which never compute
+// a product. Opened with OPENBLAS_NUM_THREADS=1 it starts none. Each call then runs on its
+// caller's thread: callers that want more threads split the work over host_threads() themselves.
+// In a process that has loaded OpenBLAS already (PyTorch's), this is the same library, set to one
+// thread per call.
+struct OpenBlas {
+  decltype(&cblas_sgemm) sgemm = nullptr;
+  decltype(&cblas_dgemm) dgemm = nullptr;
+  decltype(&openblas_get_corename) corename = nullptr;
+};
+
+template <typename Fn>
+Fn symbol(void* lib, const char* name) {
+  void* f = dlsym(lib, name);
+  if (f == nullptr) {
+    throw std::runtime_error(fmt::format("OpenBLAS (libopenblas.so.0) has no {}", name));
+  }
+  return reinterpret_cast<Fn>(f);
+}
+
+const OpenBlas& open_blas() {
+  static const OpenBlas blas = [] {
+    // The variable is read as the library loads; set only for that, and only if the user has not.
+    const bool set = std::getenv("OPENBLAS_NUM_THREADS") == nullptr;
+    if (set) setenv("OPENBLAS_NUM_THREADS", "1", 0);
+    void* lib = dlopen("libopenblas.so.0", RTLD_NOW | RTLD_LOCAL);
+    if (set) unsetenv("OPENBLAS_NUM_THREADS");
+    if (lib == nullptr) {
+      throw std::runtime_error(fmt::format(
+          "functional runs compute their matrix products with OpenBLAS, which cannot be opened "
+          "({}); install Debian's libopenblas0",
+          dlerror()));
+    }
+    OpenBlas b;
+    b.sgemm = symbol<decltype(&cblas_sgemm)>(lib, "cblas_sgemm");
+    b.dgemm = symbol<decltype(&cblas_dgemm)>(lib, "cblas_dgemm");
+    b.corename = symbol<decltype(&openblas_get_corename)>(lib, "openblas_get_corename");
+    symbol<decltype(&openblas_set_num_threads)>(lib, "openblas_set_num_threads")(1);
+    return b;
+  }();
+  return blas;
 }
 
 CBLAS_TRANSPOSE op(bool trans) {
@@ -40,7 +80,6 @@ void gemm_through(Blas blas, int64_t m, int64_t n, int64_t k, const T* a, int64_
     }
     return;
   }
-  one_thread_per_call();
   blas(CblasRowMajor, op(trans_a), op(trans_b), blas_size(m), blas_size(n), blas_size(k), T(1), a,
        blas_size(lda), b, blas_size(ldb), beta, c, blas_size(ldc));
 }
@@ -49,17 +88,16 @@ void gemm_through(Blas blas, int64_t m, int64_t n, int64_t k, const T* a, int64_
 
 void gemm(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, bool trans_a,
           const float* b, int64_t ldb, bool trans_b, float beta, float* c, int64_t ldc) {
-  gemm_through(cblas_sgemm, m, n, k, a, lda, trans_a, b, ldb, trans_b, beta, c, ldc);
+  gemm_through(open_blas().sgemm, m, n, k, a, lda, trans_a, b, ldb, trans_b, beta, c, ldc);
 }
 
 void gemm(int64_t m, int64_t n, int64_t k, const double* a, int64_t lda, bool trans_a,
           const double* b, int64_t ldb, bool trans_b, double beta, double* c, int64_t ldc) {
-  gemm_through(cblas_dgemm, m, n, k, a, lda, trans_a, b, ldb, trans_b, beta, c, ldc);
+  gemm_through(open_blas().dgemm, m, n, k, a, lda, trans_a, b, ldb, trans_b, beta, c, ldc);
 }
 
 const char* gemm_kernels() {
-  one_thread_per_call();
-  return openblas_get_corename();
+  return open_blas().corename();
 }
 
 }  // namespace trnsim::base
