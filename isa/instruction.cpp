@@ -341,3 +341,9 @@ uint64_t Instruction::free_size() const {
 }
 
 }  // namespace trnsim::isa
+
+namespace trnsim::isa {
+// A long program holds millions of these (docs/performance.md, "Compact instructions"): keep an
+// eye on what a new field costs. 224 bytes with libstdc++ on x86-64.
+static_assert(sizeof(Instruction) <= 224, "isa::Instruction grew: see docs/performance.md");
+}  // namespace trnsim::isa

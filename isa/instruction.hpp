@@ -10,6 +10,7 @@
 #include <string_view>
 #include <vector>
 
+#include "base/shared_value.hpp"
 #include "base/small_vector.hpp"
 #include "config/arch.hpp"
 #include "isa/access_pattern.hpp"
@@ -182,9 +183,24 @@ struct SemaphoreUpdate {
   int64_t value = 1;
 };
 
+// The fields only a few opcodes use, held out of line by Instruction::extra.
+struct ExtraFields {
+  // iota and affine_select: the affine expression of the partition and free indices.
+  int32_t index_base = 0;
+  int32_t partition_step = 0;
+  std::array<int32_t, kMaxFreeDims> index_steps{};  // per free dim of dst, outermost first
+  float fill = 0.0f;                                // affine_select where the test fails
+  std::array<uint8_t, 32> shuffle_mask{};  // shuffle: source lane within each 32 partitions
+};
+
 struct Instruction {
   Opcode opcode = Opcode::tensor_copy;
   Engine engine = Engine::vector;
+  ActivationFunction function = ActivationFunction::identity;  // activation
+  // Where the instruction came from: 1 + an index into Program::sources ("kernel.py:12"), or
+  // 0 when it has no source (instructions of trnsim's own lowerings). The small fields sit
+  // together, so that the Instruction has no padding to speak of (224 bytes).
+  uint32_t source = 0;
   // The operands are shared patterns (isa/pattern_ref.hpp): `in.dst->offset` reads a field,
   // `in.dst = pattern` replaces one, `in.dst.edit().offset = x` changes this one's own copy.
   PatternRef dst;
@@ -192,7 +208,6 @@ struct Instruction {
   std::array<PatternRef, 3> src{};
 
   // activation
-  ActivationFunction function = ActivationFunction::identity;
   ScalarOperand scale = ScalarOperand::immediate(1.0f);
   ScalarOperand bias = ScalarOperand::immediate(0.0f);
   PatternRef accumulate;  // activation_reduce: fp32 [P, 1] sum of the outputs
@@ -225,13 +240,9 @@ struct Instruction {
   // element goes; the flag only changes the cost (a fraction of copy throughput, section 3).
   bool dma_transpose = false;
 
-  // iota and affine_select: the affine expression of the partition and free indices.
-  int32_t index_base = 0;
-  int32_t partition_step = 0;
-  std::array<int32_t, kMaxFreeDims> index_steps{};  // per free dim of dst, outermost first
-  float fill = 0.0f;                                // affine_select where the test fails
-
-  std::array<uint8_t, 32> shuffle_mask{};  // shuffle: source lane within each 32 partitions
+  // The fields of iota, affine_select and shuffle (60 bytes), out of line and shared:
+  // `in.extra->fill` reads one, `in.extra.edit().fill = x` sets one.
+  base::SharedValue<ExtraFields> extra;
 
   // tensor_scalar, scalar_tensor_tensor, tensor_tensor_scan: bit 0 puts operand0 (scan: the
   // running value) on the left of op0, bit 1 puts src1/operand1 on the left of op1 (NKI's
@@ -246,9 +257,6 @@ struct Instruction {
   // gather_elements (a byte since then), in what was padding: the Instruction does not grow.
   uint8_t collective_group = 0;
   uint32_t gather_indices = 0;
-  // Where the instruction came from: 1 + an index into Program::sources ("kernel.py:12"), or
-  // 0 when it has no source (instructions of trnsim's own lowerings).
-  uint32_t source = 0;
 
   // Inline room for one of each (most instructions have at most one): no heap allocation.
   base::SmallVector<SemaphoreWait, 1> waits;

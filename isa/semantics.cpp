@@ -189,10 +189,10 @@ Tile affine_indices(const Instruction& in, const AccessPattern& ap) {
   Tile t(ap.partitions, ap.free_elements());
   std::array<uint32_t, kMaxFreeDims> idx{};
   for (Eigen::Index f = 0; f < t.cols(); ++f) {
-    int64_t v = in.index_base;
-    for (int k = 0; k < ap.ndims; ++k) v += static_cast<int64_t>(in.index_steps[k]) * idx[k];
+    int64_t v = in.extra->index_base;
+    for (int k = 0; k < ap.ndims; ++k) v += static_cast<int64_t>(in.extra->index_steps[k]) * idx[k];
     for (Eigen::Index p = 0; p < t.rows(); ++p) {
-      t(p, f) = static_cast<float>(v + static_cast<int64_t>(in.partition_step) * p);
+      t(p, f) = static_cast<float>(v + static_cast<int64_t>(in.extra->partition_step) * p);
     }
     for (int k = ap.ndims - 1; k >= 0; --k) {  // odometer over the free dims, innermost fastest
       if (++idx[k] < ap.dims[k].count) break;
@@ -393,7 +393,7 @@ void execute(const Instruction& in, MemoryImage& mem) {
       const Tile src = read(mem, in.src[0]);
       Tile out(src.rows(), src.cols());
       for (Eigen::Index i = 0; i < src.size(); ++i) {
-        out(i) = apply(in.op0, idx(i), 0.0f) != 0.0f ? src(i) : in.fill;
+        out(i) = apply(in.op0, idx(i), 0.0f) != 0.0f ? src(i) : in.extra->fill;
       }
       write(mem, in.dst, out);
       return;
@@ -459,7 +459,7 @@ void execute(const Instruction& in, MemoryImage& mem) {
       const Tile src = read(mem, in.src[0]);
       Tile out(src.rows(), src.cols());
       for (Eigen::Index p = 0; p < src.rows(); ++p) {
-        out.row(p) = src.row((p & ~Eigen::Index(31)) + in.shuffle_mask[p & 31]);
+        out.row(p) = src.row((p & ~Eigen::Index(31)) + in.extra->shuffle_mask[p & 31]);
       }
       write(mem, in.dst, out);
       return;
@@ -672,9 +672,9 @@ void execute(const Instruction& in, MemoryImage& mem) {
       for (Eigen::Index p = 0; p < a.rows(); ++p) {
         float m = -std::numeric_limits<float>::infinity();
         for (Eigen::Index i = 0; i < a.cols(); ++i) {
-          const auto idx = static_cast<float>(in.index_base + i);
+          const auto idx = static_cast<float>(in.extra->index_base + i);
           const bool keep = apply(in.op0, idx, b0(p)) != 0.0f && apply(in.op1, idx, b1(p)) != 0.0f;
-          out(p, i) = keep ? a(p, i) : in.fill;
+          out(p, i) = keep ? a(p, i) : in.extra->fill;
           m = std::max(m, out(p, i));
         }
         best(p, 0) = m;

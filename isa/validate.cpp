@@ -395,10 +395,10 @@ struct Checker {
         on_chip("dst", in.dst);
         same_shape("dst", in.dst, "src", in.src[0]);
         for (uint32_t p = 0; p < in.dst->partitions; ++p) {
-          const uint32_t from = (p & ~31u) + in.shuffle_mask[p & 31];
-          if (in.shuffle_mask[p & 31] >= 32 || from >= in.src[0]->partitions) {
+          const uint32_t from = (p & ~31u) + in.extra->shuffle_mask[p & 31];
+          if (in.extra->shuffle_mask[p & 31] >= 32 || from >= in.src[0]->partitions) {
             fail(fmt::format("shuffle_mask[{}] = {} reads partition {} of {}", p & 31,
-                             in.shuffle_mask[p & 31], from, in.src[0]->partitions));
+                             in.extra->shuffle_mask[p & 31], from, in.src[0]->partitions));
           }
         }
         return;

@@ -100,19 +100,21 @@ void apply_extra(isa::Instruction& in, const py::dict& extra) {
     } else if (key == "dge") {
       in.dma_dge = v.cast<bool>();
     } else if (key == "index_base") {
-      in.index_base = static_cast<int32_t>(as_int(v));
+      in.extra.edit().index_base = static_cast<int32_t>(as_int(v));
     } else if (key == "partition_step") {
-      in.partition_step = static_cast<int32_t>(as_int(v));
+      in.extra.edit().partition_step = static_cast<int32_t>(as_int(v));
     } else if (key == "index_steps") {
       const auto steps = v.cast<std::vector<int64_t>>();
       if (steps.size() > isa::kMaxFreeDims) throw std::invalid_argument("at most 4 index steps");
-      for (size_t k = 0; k < steps.size(); ++k) in.index_steps[k] = static_cast<int32_t>(steps[k]);
+      for (size_t k = 0; k < steps.size(); ++k)
+        in.extra.edit().index_steps[k] = static_cast<int32_t>(steps[k]);
     } else if (key == "fill") {
-      in.fill = v.cast<float>();
+      in.extra.edit().fill = v.cast<float>();
     } else if (key == "shuffle_mask") {
       const auto mask = v.cast<std::vector<int64_t>>();
       if (mask.size() != 32) throw std::invalid_argument("a shuffle mask has 32 lanes");
-      for (size_t k = 0; k < 32; ++k) in.shuffle_mask[k] = static_cast<uint8_t>(mask[k]);
+      for (size_t k = 0; k < 32; ++k)
+        in.extra.edit().shuffle_mask[k] = static_cast<uint8_t>(mask[k]);
     } else if (key == "negate") {
       in.negate = v.cast<bool>();
     } else if (key == "reverse") {

@@ -176,18 +176,18 @@ nlohmann::json to_json(const Program& program, const std::vector<OnChipBuffer>& 
       if (f & kOperand1) o["operand1"] = scalar_json(in.operand1);
       if (f & kReduceDims) o["reduce_dims"] = in.reduce_dims;
       if (f & kAffine) {
-        o["index_base"] = in.index_base;
-        o["partition_step"] = in.partition_step;
-        o["index_steps"] = in.index_steps;
+        o["index_base"] = in.extra->index_base;
+        o["partition_step"] = in.extra->partition_step;
+        o["index_steps"] = in.extra->index_steps;
       }
-      if (f & kFill) o["fill"] = in.fill;
-      if (f & kMask) o["shuffle_mask"] = in.shuffle_mask;
+      if (f & kFill) o["fill"] = in.extra->fill;
+      if (f & kMask) o["shuffle_mask"] = in.extra->shuffle_mask;
       if ((f & kReverse) && in.reverse != 0) o["reverse"] = in.reverse;
       if (f & kGather) {
         o["elements"] = in.gather_elements;
         o["indices"] = in.gather_indices;
       }
-      if (f & kBase) o["index_base"] = in.index_base;
+      if (f & kBase) o["index_base"] = in.extra->index_base;
       if ((f & kNegate) && in.negate) o["negate"] = true;
       if (in.source != 0) o["source"] = in.source;
       json waits = json::array();
@@ -421,21 +421,22 @@ Assembly from_json(const nlohmann::json& j, const std::string& file) {
         in.reduce_dims = static_cast<uint8_t>(d);
       }
       if (f & kAffine) {
-        in.index_base = static_cast<int32_t>(
+        in.extra.edit().index_base = static_cast<int32_t>(
             r.integer(o.value("index_base", nlohmann::json(0)), w + "/index_base"));
-        in.partition_step = static_cast<int32_t>(
+        in.extra.edit().partition_step = static_cast<int32_t>(
             r.integer(o.value("partition_step", nlohmann::json(0)), w + "/partition_step"));
         if (o.contains("index_steps")) {
           const auto& st = o["index_steps"];
           if (!st.is_array() || st.size() > kMaxFreeDims)
             r.fail(w + "/index_steps", "expected up to 4 integers");
           for (size_t k = 0; k < st.size(); ++k)
-            in.index_steps[k] = static_cast<int32_t>(r.integer(st[k], w + "/index_steps"));
+            in.extra.edit().index_steps[k] =
+                static_cast<int32_t>(r.integer(st[k], w + "/index_steps"));
         }
       }
       if ((f & kFill) && o.contains("fill")) {
         if (!o["fill"].is_number()) r.fail(w + "/fill", "expected a number");
-        in.fill = o["fill"].get<float>();
+        in.extra.edit().fill = o["fill"].get<float>();
       }
       if ((f & kReverse) && o.contains("reverse")) {
         const int64_t v = r.integer(o["reverse"], w + "/reverse");
@@ -452,7 +453,8 @@ Assembly from_json(const nlohmann::json& j, const std::string& file) {
       }
       if (f & kNegate) in.negate = r.boolean(o, "negate", false, w);
       if ((f & kBase) && o.contains("index_base")) {
-        in.index_base = static_cast<int32_t>(r.integer(o["index_base"], w + "/index_base"));
+        in.extra.edit().index_base =
+            static_cast<int32_t>(r.integer(o["index_base"], w + "/index_base"));
       }
       if (o.contains("source")) {
         const int64_t v = r.integer(o["source"], w + "/source");
@@ -466,7 +468,7 @@ Assembly from_json(const nlohmann::json& j, const std::string& file) {
         for (size_t k = 0; k < 32; ++k) {
           const int64_t v = r.integer(m[k], w + "/shuffle_mask");
           if (v < 0 || v > 31) r.fail(w + "/shuffle_mask", "a lane is 0 to 31");
-          in.shuffle_mask[k] = static_cast<uint8_t>(v);
+          in.extra.edit().shuffle_mask[k] = static_cast<uint8_t>(v);
         }
       }
       auto sem = [&](const nlohmann::json& s, const std::string& sw) {

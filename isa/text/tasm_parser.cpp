@@ -827,7 +827,7 @@ class Assembler {
         has_queue_ = true;
       } else if (key == "base") {
         if (!(fields & kBase)) needs(kAffine);
-        in.index_base = static_cast<int32_t>(p.integer("an integer"));
+        in.extra.edit().index_base = static_cast<int32_t>(p.integer("an integer"));
       } else if (key == "reverse") {
         needs(kReverse);
         const size_t at = p.pos();
@@ -856,19 +856,19 @@ class Assembler {
         in.source = static_cast<uint32_t>(v);
       } else if (key == "pstep") {
         needs(kAffine);
-        in.partition_step = static_cast<int32_t>(p.integer("an integer"));
+        in.extra.edit().partition_step = static_cast<int32_t>(p.integer("an integer"));
       } else if (key == "steps") {
         needs(kAffine);
         p.expect("[", "'[' and one step per free dimension");
         int k = 0;
         do {
           if (k == kMaxFreeDims) p.fail(fmt::format("at most {} steps", kMaxFreeDims));
-          in.index_steps[k++] = static_cast<int32_t>(p.integer("a step"));
+          in.extra.edit().index_steps[k++] = static_cast<int32_t>(p.integer("a step"));
         } while (p.accept(","));
         p.expect("]", "',' or ']'");
       } else if (key == "fill") {
         needs(kFill);
-        in.fill = static_cast<float>(p.number("a number"));
+        in.extra.edit().fill = static_cast<float>(p.number("a number"));
       } else if (key == "mask") {
         needs(kMask);
         p.expect("[", "'[' and 32 source lanes");
@@ -878,7 +878,7 @@ class Assembler {
           const size_t at = p.pos();
           const int64_t v = p.integer("a lane 0-31");
           if (v < 0 || v > 31) p.fail_at(at, "a lane is 0 to 31");
-          in.shuffle_mask[k++] = static_cast<uint8_t>(v);
+          in.extra.edit().shuffle_mask[k++] = static_cast<uint8_t>(v);
         } while (p.accept(","));
         p.expect("]", "',' or ']'");
         if (k != 32) p.fail(fmt::format("a shuffle mask has 32 entries, found {}", k));

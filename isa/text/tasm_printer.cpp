@@ -114,18 +114,19 @@ struct Printer {
     if (f & kOperand1) items.push_back("operand1=" + scalar(in.operand1));
     if (f & kReduceDims) items.push_back(fmt::format("reduce_dims={}", in.reduce_dims));
     if (f & kAffine) {
-      items.push_back(fmt::format("base={}", in.index_base));
-      items.push_back(fmt::format("pstep={}", in.partition_step));
-      items.push_back(fmt::format("steps=[{}]", fmt::join(in.index_steps, ", ")));
+      items.push_back(fmt::format("base={}", in.extra->index_base));
+      items.push_back(fmt::format("pstep={}", in.extra->partition_step));
+      items.push_back(fmt::format("steps=[{}]", fmt::join(in.extra->index_steps, ", ")));
     }
-    if (f & kFill) items.push_back("fill=" + number_text(in.fill));
-    if (f & kMask) items.push_back(fmt::format("mask=[{}]", fmt::join(in.shuffle_mask, ",")));
+    if (f & kFill) items.push_back("fill=" + number_text(in.extra->fill));
+    if (f & kMask)
+      items.push_back(fmt::format("mask=[{}]", fmt::join(in.extra->shuffle_mask, ",")));
     if ((f & kReverse) && in.reverse != 0) items.push_back(fmt::format("reverse={}", in.reverse));
     if (f & kGather) {
       items.push_back(fmt::format("elements={}", in.gather_elements));
       items.push_back(fmt::format("indices={}", in.gather_indices));
     }
-    if (f & kBase) items.push_back(fmt::format("base={}", in.index_base));
+    if (f & kBase) items.push_back(fmt::format("base={}", in.extra->index_base));
     if ((f & kNegate) && in.negate) items.push_back("negate");
     if (in.source != 0) items.push_back(fmt::format("src={}", in.source));
     for (const auto& w : in.waits) {

@@ -101,8 +101,8 @@ Instruction dve_transpose(uint32_t p, uint32_t f) {
 Instruction iota(Engine e, std::initializer_list<trnsim::isa::Dim> dims) {
   Instruction in = base(Opcode::iota, e);
   in.dst = sbuf_ap(DType::int32, 0, 128, 0, dims);
-  in.index_base = 3;
-  in.partition_step = 1;
+  in.extra.edit().index_base = 3;
+  in.extra.edit().partition_step = 1;
   return in;
 }
 

@@ -51,11 +51,11 @@ std::string fields(const Instruction& in) {
   print(o, in.operand0);
   print(o, in.operand1);
   o << " " << int(in.reduce_dims) << in.accumulate_start << in.accumulate_stop << " q"
-    << in.dma_queue << in.dma_dge << in.dma_transpose << " " << in.index_base << " "
-    << in.partition_step;
-  for (int32_t s : in.index_steps) o << " " << s;
-  o << " " << in.fill;
-  for (uint8_t m : in.shuffle_mask) o << " " << int(m);
+    << in.dma_queue << in.dma_dge << in.dma_transpose << " " << in.extra->index_base << " "
+    << in.extra->partition_step;
+  for (int32_t s : in.extra->index_steps) o << " " << s;
+  o << " " << in.extra->fill;
+  for (uint8_t m : in.extra->shuffle_mask) o << " " << int(m);
   for (const auto& w : in.waits) o << " W" << w.semaphore << ">=" << w.value;
   for (const auto& u : in.updates) o << " U" << u.semaphore << ":" << int(u.kind) << u.value;
   return o.str();
@@ -182,19 +182,19 @@ TEST_CASE("the compute constructors set what the kernels set by hand", "[unit][k
   {
     Instruction in = by_hand(Opcode::iota, Engine::gpsimd, "index");
     in.dst = kCol;
-    in.index_base = 7;
-    in.partition_step = 2;
-    in.index_steps[0] = 1;
+    in.extra.edit().index_base = 7;
+    in.extra.edit().partition_step = 2;
+    in.extra.edit().index_steps[0] = 1;
     CHECK(fields(wl::iota(Engine::gpsimd, kCol, 7, 2, {1, 0, 0, 0}, "index")) == fields(in));
   }
   {
     Instruction in = by_hand(Opcode::affine_select, Engine::gpsimd, "causal mask");
     in.src[0] = kRow;
     in.dst = kRow;
-    in.partition_step = 1;
-    in.index_steps[0] = -1;
+    in.extra.edit().partition_step = 1;
+    in.extra.edit().index_steps[0] = -1;
     in.op0 = AluOp::is_ge;
-    in.fill = -1e30f;
+    in.extra.edit().fill = -1e30f;
     CHECK(fields(wl::affine_select(Engine::gpsimd, kRow, kRow, 1, {-1, 0, 0, 0}, AluOp::is_ge,
                                    -1e30f, "causal mask")) == fields(in));
   }

@@ -237,9 +237,9 @@ TEST_CASE("iota writes index_base + partition_step * p + sum index_steps * i ove
   MemoryImage mem(arch(), 0);
   Instruction in = make(Opcode::iota, Engine::gpsimd);
   in.dst = sbuf_ap(DType::int32, 0, 4, 0, {{5, 3}, {1, 5}});
-  in.index_base = 7;
-  in.partition_step = 100;
-  in.index_steps = {10, -1, 0, 0};
+  in.extra.edit().index_base = 7;
+  in.extra.edit().partition_step = 100;
+  in.extra.edit().index_steps = {10, -1, 0, 0};
   run(in, mem);
   for (uint32_t p = 0; p < 4; ++p)
     for (int a = 0; a < 3; ++a)
@@ -251,9 +251,9 @@ TEST_CASE("iota writes index_base + partition_step * p + sum index_steps * i ove
   // element at a + 3 * b gets 10 * a - b. On VectorE, into fp32, negative base.
   Instruction col = make(Opcode::iota, Engine::vector);
   col.dst = sbuf_ap(DType::fp32, 0, 2, 256, {{1, 3}, {3, 5}});
-  col.index_base = -20;
-  col.partition_step = -3;
-  col.index_steps = {10, -1, 0, 0};
+  col.extra.edit().index_base = -20;
+  col.extra.edit().partition_step = -3;
+  col.extra.edit().index_steps = {10, -1, 0, 0};
   run(col, mem);
   const Tile flat = trnsim::isa::read(mem, sbuf_ap(DType::fp32, 0, 2, 256, {{1, 15}}));
   for (int p = 0; p < 2; ++p)
@@ -266,21 +266,21 @@ TEST_CASE("iota rounds and saturates to the destination dtype", "[unit][semantic
   // bf16: 255..259 -> 255, 256, 256 (tie to even), 258, 260 (tie to even).
   Instruction in = make(Opcode::iota, Engine::vector);
   in.dst = sbuf_ap(DType::bf16, 0, 1, 0, {{1, 5}});
-  in.index_base = 255;
-  in.index_steps = {1, 0, 0, 0};
+  in.extra.edit().index_base = 255;
+  in.extra.edit().index_steps = {1, 0, 0, 0};
   run(in, mem);
   CHECK(values(trnsim::isa::read(mem, in.dst)) == std::vector<float>{255, 256, 256, 258, 260});
   // int8: p * 100 - 200 over 5 partitions: -200 -> -128, -100, 0, 100, 200 -> 127.
   in.dst = sbuf_ap(DType::int8, 0, 5, 64, {{1, 1}});
-  in.index_base = -200;
-  in.partition_step = 100;
+  in.extra.edit().index_base = -200;
+  in.extra.edit().partition_step = 100;
   run(in, mem);
   CHECK(values(trnsim::isa::read(mem, in.dst)) == std::vector<float>{-128, -100, 0, 100, 127});
   // uint8: negatives become 0, above 255 become 255.
   in.dst.edit().dtype = DType::uint8;
   run(in, mem);
   CHECK(values(trnsim::isa::read(mem, in.dst)) == std::vector<float>{0, 0, 0, 100, 200});
-  in.index_base = 155;
+  in.extra.edit().index_base = 155;
   run(in, mem);
   CHECK(values(trnsim::isa::read(mem, in.dst)) == std::vector<float>{155, 255, 255, 255, 255});
 }
@@ -445,7 +445,8 @@ TEST_CASE("shuffle permutes partitions within each group of 32 by shuffle_mask",
   Instruction sh = make(Opcode::shuffle, Engine::vector);
   sh.src[0] = src;
   sh.dst = sbuf_ap(DType::fp32, 0, 64, 64, {{1, 3}});
-  for (int i = 0; i < 32; ++i) sh.shuffle_mask[i] = static_cast<uint8_t>((i * 5 + 3) % 32);
+  for (int i = 0; i < 32; ++i)
+    sh.extra.edit().shuffle_mask[i] = static_cast<uint8_t>((i * 5 + 3) % 32);
   run(sh, mem);
   const Tile out = trnsim::isa::read(mem, sh.dst);
   std::vector<int> seen(64, 0);
@@ -463,7 +464,7 @@ TEST_CASE("shuffle permutes partitions within each group of 32 by shuffle_mask",
   Instruction rev = make(Opcode::shuffle, Engine::vector);
   rev.src[0] = s8;
   rev.dst = sbuf_ap(DType::int8, 32, 32, 520, {{1, 2}});
-  for (int i = 0; i < 32; ++i) rev.shuffle_mask[i] = static_cast<uint8_t>(31 - i);
+  for (int i = 0; i < 32; ++i) rev.extra.edit().shuffle_mask[i] = static_cast<uint8_t>(31 - i);
   run(rev, mem);
   const Tile r = trnsim::isa::read(mem, rev.dst);
   for (int p = 0; p < 32; ++p)
@@ -483,11 +484,11 @@ TEST_CASE("affine_select keeps src where the affine expression passes: a causal 
   Instruction m = make(Opcode::affine_select, Engine::gpsimd);
   m.src[0] = src;
   m.dst = sbuf_ap(DType::bf16, 0, N, 64, {{1, N}});
-  m.index_base = 0;
-  m.partition_step = 1;
-  m.index_steps = {-1, 0, 0, 0};  // p - i
-  m.op0 = AluOp::is_ge;           // keep where p - i >= 0
-  m.fill = -kInf;
+  m.extra.edit().index_base = 0;
+  m.extra.edit().partition_step = 1;
+  m.extra.edit().index_steps = {-1, 0, 0, 0};  // p - i
+  m.op0 = AluOp::is_ge;                        // keep where p - i >= 0
+  m.extra.edit().fill = -kInf;
   run(m, mem);
   const Tile out = trnsim::isa::read(mem, m.dst);
   for (uint32_t p = 0; p < N; ++p)
@@ -502,11 +503,11 @@ TEST_CASE("affine_select keeps src where the affine expression passes: a causal 
   Instruction m2 = make(Opcode::affine_select, Engine::gpsimd);
   m2.src[0] = s2;
   m2.dst = sbuf_ap(DType::fp32, 0, 4, 512, {{3, 2}, {1, 3}});
-  m2.index_base = 2;
-  m2.partition_step = 1;
-  m2.index_steps = {-3, -1, 0, 0};
+  m2.extra.edit().index_base = 2;
+  m2.extra.edit().partition_step = 1;
+  m2.extra.edit().index_steps = {-3, -1, 0, 0};
   m2.op0 = AluOp::is_gt;
-  m2.fill = 0.0f;
+  m2.extra.edit().fill = 0.0f;
   run(m2, mem);
   const Tile out2 = trnsim::isa::read(mem, m2.dst);
   for (int p = 0; p < 4; ++p)
@@ -516,7 +517,7 @@ TEST_CASE("affine_select keeps src where the affine expression passes: a causal 
       }
   // is_equal: only the diagonal p == i survives.
   m.op0 = AluOp::is_equal;
-  m.fill = 0.0f;
+  m.extra.edit().fill = 0.0f;
   run(m, mem);
   const Tile diag = trnsim::isa::read(mem, m.dst);
   for (uint32_t p = 0; p < N; ++p)
@@ -963,17 +964,17 @@ TEST_CASE("validation rejects a shuffle lane out of range", "[unit][validate]") 
   Instruction sh = make(Opcode::shuffle, Engine::vector);
   sh.src[0] = sbuf_ap(DType::fp32, 0, 128, 0, {{1, 4}});
   sh.dst = sbuf_ap(DType::fp32, 0, 128, 64, {{1, 4}});
-  for (int i = 0; i < 32; ++i) sh.shuffle_mask[i] = static_cast<uint8_t>(31 - i);
+  for (int i = 0; i < 32; ++i) sh.extra.edit().shuffle_mask[i] = static_cast<uint8_t>(31 - i);
   CHECK(reason(sh) == "");
-  sh.shuffle_mask[5] = 32;
+  sh.extra.edit().shuffle_mask[5] = 32;
   CHECK_THAT(reason(sh), Contains("shuffle_mask[5] = 32"));
   // Within 32 but beyond a 16-partition source.
   Instruction small = make(Opcode::shuffle, Engine::vector);
   small.src[0] = sbuf_ap(DType::fp32, 0, 16, 0, {{1, 4}});
   small.dst = sbuf_ap(DType::fp32, 0, 16, 64, {{1, 4}});
-  small.shuffle_mask[3] = 15;
+  small.extra.edit().shuffle_mask[3] = 15;
   CHECK(reason(small) == "");
-  small.shuffle_mask[3] = 20;
+  small.extra.edit().shuffle_mask[3] = 20;
   CHECK_THAT(reason(small), Contains("shuffle_mask[3] = 20 reads partition 20 of 16"));
 }
 

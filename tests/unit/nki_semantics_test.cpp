@@ -265,10 +265,10 @@ TEST_CASE("range_select keeps src where both bounds hold and takes the row max",
   write(mem, b1, hi);
   in.operand0 = ScalarOperand::from(b0);
   in.operand1 = ScalarOperand::from(b1);
-  in.op0 = AluOp::is_ge;  // index >= bound0
-  in.op1 = AluOp::is_lt;  // index < bound1
-  in.index_base = 1;      // indices 1..10
-  in.fill = -std::numeric_limits<float>::max();
+  in.op0 = AluOp::is_ge;           // index >= bound0
+  in.op1 = AluOp::is_lt;           // index < bound1
+  in.extra.edit().index_base = 1;  // indices 1..10
+  in.extra.edit().fill = -std::numeric_limits<float>::max();
   in.dst = sbuf_ap(DType::fp32, 0, 2, 512, {{1, 10}});
   in.accumulate = sbuf_ap(DType::fp32, 0, 2, 1024, {{1, 1}});
   run(in, mem);
@@ -278,7 +278,7 @@ TEST_CASE("range_select keeps src where both bounds hold and takes the row max",
     for (Eigen::Index i = 0; i < 10; ++i) {
       const float index = float(1 + i);
       const bool keep = index >= lo(p, 0) && index < hi(p, 0);
-      CHECK(out(p, i) == (keep ? float(10 * p + i) : in.fill));
+      CHECK(out(p, i) == (keep ? float(10 * p + i) : in.extra->fill));
     }
   }
   CHECK(best(0, 0) == 4.0f);   // indices 2..5 keep i = 1..4

@@ -57,7 +57,7 @@ TEST_CASE("NKI options and source lines survive print -> parse and to_json -> fr
   CHECK(a.sequence[1].negate);
   CHECK(a.sequence[6].gather_elements == 2);
   CHECK(a.sequence[6].gather_indices == 32);
-  CHECK(a.sequence[4].index_base == 4);
+  CHECK(a.sequence[4].extra->index_base == 4);
   const Program p = trnsim::compiler::synchronize(a.sequence, a.program, arch);
   CHECK(p.sources == std::vector<std::string>{"kernel.py:12", "kernel.py:13"});
   const std::string text = print_assembly(p, a.buffers);

@@ -83,3 +83,17 @@ TEST_CASE("PatternRef: copies on several threads keep the shared pattern alive")
   CHECK(mismatches == 0);
   CHECK(shared.get() == tile);
 }
+
+TEST_CASE("Instruction::extra: copies share the rare fields, and edit() changes one copy") {
+  Instruction iota;
+  CHECK(iota.extra->fill == 0.0f);  // none given: the defaults
+  iota.extra.edit().index_base = 7;
+  iota.extra.edit().shuffle_mask[3] = 5;
+  Instruction copy = iota;
+  CHECK(copy.extra.shares_with(iota.extra));
+  copy.extra.edit().index_base = 9;
+  CHECK(iota.extra->index_base == 7);
+  CHECK(copy.extra->index_base == 9);
+  CHECK(copy.extra->shuffle_mask[3] == 5);
+  CHECK_FALSE(copy.extra.shares_with(iota.extra));
+}

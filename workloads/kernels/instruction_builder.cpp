@@ -136,9 +136,9 @@ Instruction iota(Engine e, const AccessPattern& dst, int32_t index_base, int32_t
                  const std::array<int32_t, isa::kMaxFreeDims>& steps, std::string label) {
   Instruction in = make_instruction(Opcode::iota, e, std::move(label));
   in.dst = dst;
-  in.index_base = index_base;
-  in.partition_step = partition_step;
-  in.index_steps = steps;
+  in.extra.edit().index_base = index_base;
+  in.extra.edit().partition_step = partition_step;
+  in.extra.edit().index_steps = steps;
   return in;
 }
 
@@ -147,10 +147,10 @@ Instruction affine_select(Engine e, const AccessPattern& dst, const AccessPatter
                           const std::array<int32_t, isa::kMaxFreeDims>& index_steps, isa::AluOp op,
                           float fill, std::string label) {
   Instruction in = unary(Opcode::affine_select, e, dst, src, std::move(label));
-  in.partition_step = partition_step;
-  in.index_steps = index_steps;
+  in.extra.edit().partition_step = partition_step;
+  in.extra.edit().index_steps = index_steps;
   in.op0 = op;
-  in.fill = fill;
+  in.extra.edit().fill = fill;
   return in;
 }
 
