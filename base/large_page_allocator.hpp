@@ -10,8 +10,11 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstdlib>
 #include <memory>
 #include <new>
+#include <type_traits>
+#include <utility>
 #include <vector>
 
 namespace trnsim::base {
@@ -70,6 +73,52 @@ struct LargePageAllocator {
  private:
   static size_t mapped_bytes(size_t bytes) {
     return (bytes + kLargePageBytes - 1) / kLargePageBytes * kLargePageBytes;
+  }
+};
+
+// An allocator for vectors that start as zeros and are sized once (the functional run's memory
+// image: SBUF, PSUM and HBM). Its memory comes from the system already zero: a fresh mapping
+// with huge-page advice for large vectors (LargePageAllocator's), calloc for small ones. So
+// sizing the vector writes nothing (its elements are default-initialized, not zeroed again):
+// the kernel zeroes a page when it is first touched, and a page never touched costs nothing.
+// A vector shrunk and then grown again would keep its old values where std::vector zeroes
+// them: size these vectors once.
+template <typename T>
+struct ZeroedAllocator {
+  static_assert(std::is_trivially_default_constructible_v<T>, "zero bytes must be a T");
+  using value_type = T;
+  ZeroedAllocator() = default;
+  template <typename U>
+  ZeroedAllocator(const ZeroedAllocator<U>&) noexcept {}
+
+  T* allocate(size_t n) {
+    if (n * sizeof(T) >= kLargePageThreshold) return LargePageAllocator<T>().allocate(n);
+    void* p = std::calloc(n, sizeof(T));
+    if (p == nullptr) throw std::bad_alloc();
+    return static_cast<T*>(p);
+  }
+  void deallocate(T* p, size_t n) noexcept {
+    if (n * sizeof(T) >= kLargePageThreshold) {
+      LargePageAllocator<T>().deallocate(p, n);
+    } else {
+      std::free(p);
+    }
+  }
+  template <typename U>
+  void construct(U* p) noexcept {
+    ::new (static_cast<void*>(p)) U;  // the memory is zero already
+  }
+  template <typename U, typename... Args>
+  void construct(U* p, Args&&... args) {
+    ::new (static_cast<void*>(p)) U(std::forward<Args>(args)...);
+  }
+  template <typename U>
+  bool operator==(const ZeroedAllocator<U>&) const noexcept {
+    return true;
+  }
+  template <typename U>
+  bool operator!=(const ZeroedAllocator<U>&) const noexcept {
+    return false;
   }
 };
 

@@ -185,7 +185,8 @@ struct SemaphoreUpdate {
 
 // The fields only a few opcodes use, held out of line by Instruction::extra.
 struct ExtraFields {
-  // iota and affine_select: the affine expression of the partition and free indices.
+  // iota and affine_select: the affine expression of the partition and free indices
+  // (range_select: index_base, and fill).
   int32_t index_base = 0;
   int32_t partition_step = 0;
   std::array<int32_t, kMaxFreeDims> index_steps{};  // per free dim of dst, outermost first
@@ -240,8 +241,8 @@ struct Instruction {
   // element goes; the flag only changes the cost (a fraction of copy throughput, section 3).
   bool dma_transpose = false;
 
-  // The fields of iota, affine_select and shuffle (60 bytes), out of line and shared:
-  // `in.extra->fill` reads one, `in.extra.edit().fill = x` sets one.
+  // The fields of iota, affine_select, range_select and shuffle (60 bytes), out of line and
+  // shared: `in.extra->fill` reads one, `in.extra.edit().fill = x` sets one.
   base::SharedValue<ExtraFields> extra;
 
   // tensor_scalar, scalar_tensor_tensor, tensor_tensor_scan: bit 0 puts operand0 (scan: the

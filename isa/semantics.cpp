@@ -18,7 +18,7 @@ MemoryImage::MemoryImage(const config::ArchConfig& arch, uint64_t dram_bytes)
       psum_partition_bytes(arch.psum_partition_bytes),
       sbuf(arch.partitions * arch.sbuf_partition_bytes),
       psum(arch.partitions * arch.psum_partition_bytes),
-      hbm(base::large_vector<uint8_t>(dram_bytes)) {}
+      hbm(dram_bytes) {}
 
 void MemoryImage::share_hbm(MemoryImage& owner) {
   shared_hbm = &owner.hbm_bytes();

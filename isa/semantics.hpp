@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "base/large_page_allocator.hpp"
 #include "config/arch.hpp"
 #include "isa/instruction.hpp"
 
@@ -17,20 +18,21 @@ struct MemoryImage {
   uint32_t partitions = 0;
   uint64_t sbuf_partition_bytes = 0;
   uint64_t psum_partition_bytes = 0;
-  std::vector<uint8_t> sbuf;
-  std::vector<uint8_t> psum;
-  std::vector<uint8_t> hbm;
+  // Zero bytes from the system: a page of SBUF or HBM the program never touches costs nothing
+  // (base::ZeroedAllocator).
+  using Bytes = std::vector<uint8_t, base::ZeroedAllocator<uint8_t>>;
+  Bytes sbuf;
+  Bytes psum;
+  Bytes hbm;
   // The physical cores of one logical core (LNC=2) share one HBM address space: an image made
   // with share_hbm(owner) reads and writes owner's hbm (its own stays empty).
-  std::vector<uint8_t>* shared_hbm = nullptr;
+  Bytes* shared_hbm = nullptr;
 
   MemoryImage(const config::ArchConfig& arch, uint64_t dram_bytes);
   void share_hbm(MemoryImage& owner);
   // The HBM bytes this image reads and writes: its own, or the owner's when shared.
-  std::vector<uint8_t>& hbm_bytes() { return shared_hbm != nullptr ? *shared_hbm : hbm; }
-  const std::vector<uint8_t>& hbm_bytes() const {
-    return shared_hbm != nullptr ? *shared_hbm : hbm;
-  }
+  Bytes& hbm_bytes() { return shared_hbm != nullptr ? *shared_hbm : hbm; }
+  const Bytes& hbm_bytes() const { return shared_hbm != nullptr ? *shared_hbm : hbm; }
   // Address of element 0 of partition row `p` (0-based within the pattern).
   uint8_t* row(const AccessPattern& ap, uint32_t p);
   const uint8_t* row(const AccessPattern& ap, uint32_t p) const;

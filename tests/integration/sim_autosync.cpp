@@ -28,8 +28,8 @@ struct Discard : models::EventSink {
 };
 
 struct Outcome {
-  std::vector<uint8_t> simulated_hbm;
-  std::vector<uint8_t> reference_hbm;  // program order, one instruction at a time
+  isa::MemoryImage::Bytes simulated_hbm;
+  isa::MemoryImage::Bytes reference_hbm;  // program order, one instruction at a time
   workloads::CheckResult check;
   size_t waits = 0;
 };
@@ -63,7 +63,7 @@ Outcome run(const std::string& text, const std::string& file = "autosync.tasm") 
 }
 
 // fp32 values of HBM tensor `name` in an image's HBM bytes.
-std::vector<float> values(const std::string& text, const std::vector<uint8_t>& hbm,
+std::vector<float> values(const std::string& text, const isa::MemoryImage::Bytes& hbm,
                           const std::string& name) {
   const isa::Assembly a = isa::parse_assembly(text, "v.tasm", config::trn2());
   const isa::DramTensor* t = a.program.find_dram_tensor(name);
