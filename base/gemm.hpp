@@ -22,6 +22,12 @@ void gemm(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, bool tra
 void gemm(int64_t m, int64_t n, int64_t k, const double* a, int64_t lda, bool trans_a,
           const double* b, int64_t ldb, bool trans_b, double beta, double* c, int64_t ldc);
 
+// Asks OpenBLAS, before it is loaded, to start no threads of its own (OPENBLAS_NUM_THREADS=1,
+// unless the environment sets it already): loaded without it, Debian's build starts a thread per
+// processor that spins for about 0.1 s of CPU. It sets an environment variable, so call it
+// while the process has one thread only (trnsim's main() does).
+void single_threaded_blas();
+
 // The name of the kernels OpenBLAS chose for this processor ("Haswell", "SkylakeX"), for
 // reports and benchmarks.
 const char* gemm_kernels();

@@ -80,7 +80,8 @@ struct LargePageAllocator {
 // image: SBUF, PSUM and HBM). Its memory comes from the system already zero: a fresh mapping
 // with huge-page advice for large vectors (LargePageAllocator's), calloc for small ones. So
 // sizing the vector writes nothing (its elements are default-initialized, not zeroed again):
-// the kernel zeroes a page when it is first touched, and a page never touched costs nothing.
+// the kernel zeroes a page when it is first touched (a 2 MiB one where huge pages are on), and a
+// page never touched costs nothing.
 // A vector shrunk and then grown again would keep its old values where std::vector zeroes
 // them: size these vectors once.
 template <typename T>

@@ -7,6 +7,8 @@
 // It reads like a const AccessPattern: `ref->offset`, `ref.present()`, and it converts to
 // `const AccessPattern&`. Assigning an AccessPattern replaces it; `edit()` gives a pattern of
 // this reference's own to change (copy on write: the others sharing it do not see the change).
+// The table is the thread's own (thread_local): do not build a PatternRef from a pattern in a
+// destructor that runs after the thread's thread_local objects are gone.
 #pragma once
 
 #include "base/shared_value.hpp"

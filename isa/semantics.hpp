@@ -18,8 +18,9 @@ struct MemoryImage {
   uint32_t partitions = 0;
   uint64_t sbuf_partition_bytes = 0;
   uint64_t psum_partition_bytes = 0;
-  // Zero bytes from the system: a page of SBUF or HBM the program never touches costs nothing
-  // (base::ZeroedAllocator).
+  // Zero bytes from the system: a page of SBUF or HBM the program never touches is never
+  // faulted in (base::ZeroedAllocator). Sized once: growing one again after shrinking it would
+  // show old bytes where std::vector would give zeros.
   using Bytes = std::vector<uint8_t, base::ZeroedAllocator<uint8_t>>;
   Bytes sbuf;
   Bytes psum;

@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <utility>
+
 namespace trnsim::isa {
 
 bool partition_start_allowed(uint32_t start, uint32_t count) {
@@ -235,10 +237,11 @@ struct Checker {
       fail(fmt::format("peer= is for cc=send and cc=recv, not {}", name_of(in.collective_op)));
     operand("src", in.src[0]);
     operand("dst", in.dst);
-    for (const AccessPattern* ap : {&in.src[0].get(), &in.dst.get()}) {
+    for (const auto& [name, ap] :
+         {std::pair<const char*, const AccessPattern*>{"src", &in.src[0].get()},
+          std::pair<const char*, const AccessPattern*>{"dst", &in.dst.get()}}) {
       if (ap->memory != Memory::hbm) {
-        fail(fmt::format("{} {} is in {}; a collective moves HBM tensors",
-                         ap == &in.dst.get() ? "dst" : "src", ap->to_string(),
+        fail(fmt::format("{} {} is in {}; a collective moves HBM tensors", name, ap->to_string(),
                          name_of(ap->memory)));
       }
     }

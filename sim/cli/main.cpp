@@ -12,6 +12,7 @@
 #include <systemc>
 #include <vector>
 
+#include "base/gemm.hpp"
 #include "sim/io/interrupt.hpp"
 #include "sim/io/progress.hpp"
 #include "sim/report/compare.hpp"
@@ -109,6 +110,7 @@ const char* const kDirExpected = "a directory name";
 // this one silences the banner first (the output is trnsim's) and then does the same.
 int main(int argc, char* argv[]) {
   setenv("SYSTEMC_DISABLE_COPYRIGHT_MESSAGE", "1", 1);
+  trnsim::base::single_threaded_blas();  // while this is the only thread
   // Functional mode allocates a tile of up to a few MiB per instruction and frees it at once.
   // By default glibc maps such blocks fresh from the kernel and unmaps them on free, so every
   // instruction paid page faults on its tiles (a 2048 x 8192 RMSNorm spent two thirds of its
