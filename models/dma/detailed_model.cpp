@@ -62,7 +62,7 @@ void DetailedMemoryModel::wake(uint32_t engine, Picoseconds now) {
 
 void DetailedMemoryModel::on_ready(uint32_t id, Picoseconds now) {
   DmaTransfer& t = book_[id];
-  const DmaPlan& plan = *t.plan;
+  const DmaPlan& plan = t.plan;
   const uint32_t queue = hw_queue(t.queue);
   for (uint32_t i = 0; i < plan.engines; ++i) {
     const uint32_t first = i * plan.partitions_per_engine;
@@ -97,7 +97,7 @@ void DetailedMemoryModel::on_ready(uint32_t id, Picoseconds now) {
 
 uint32_t DetailedMemoryModel::issue_hbm(uint32_t chunk, const DmaTransfer& t, uint64_t descriptor,
                                         uint64_t offset, uint64_t bytes, Picoseconds now) {
-  const DmaPlan& plan = *t.plan;
+  const DmaPlan& plan = t.plan;
   const isa::Instruction& in = *t.instruction;
   auto need = [this](uint32_t channel, Picoseconds at) {
     schedule(at, EventKind::hbm_decide, channel);
@@ -135,7 +135,7 @@ void DetailedMemoryModel::on_engine_free(uint32_t engine, Picoseconds now) {
   IndexList& queue = eng.queues[q];
   EnginePart& part = parts_[queue.head];
   DmaTransfer& t = book_[part.transfer];
-  const DmaPlan& plan = *t.plan;
+  const DmaPlan& plan = t.plan;
 
   const uint32_t c = free_chunk_;
   Chunk& chunk = chunks_[c];

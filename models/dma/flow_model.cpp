@@ -110,7 +110,7 @@ void FlowMemoryModel::advance(Picoseconds now) {
 }
 
 void FlowMemoryModel::spread(const DmaTransfer& t, bool write, uint64_t first, uint64_t end) {
-  const DmaPlan& plan = *t.plan;
+  const DmaPlan& plan = t.plan;
   const isa::Instruction& in = *t.instruction;
   const isa::AccessPattern& ap = write ? in.dst : in.src[0];
   const uint64_t unit = std::max(1u, arch_.hbm.interleave_bytes);
@@ -153,7 +153,7 @@ void FlowMemoryModel::spread(const DmaTransfer& t, bool write, uint64_t first, u
 
 void FlowMemoryModel::on_ready(uint32_t id, Picoseconds now) {
   const DmaTransfer& t = book_[id];
-  const DmaPlan& plan = *t.plan;
+  const DmaPlan& plan = t.plan;
   const uint32_t queue = hw_queue(t.queue);
   const bool reads = plan.reads_hbm, writes = plan.writes_hbm;
   const uint32_t engines = static_cast<uint32_t>(engines_.size());
@@ -264,7 +264,7 @@ void FlowMemoryModel::finish(uint32_t f, Picoseconds now) {
   Engine& engine = engines_[flow.engine];
   engine.busy = engine.busy + flow.engine_time;
   DmaTransfer& t = book_[flow.transfer];
-  const DmaPlan& plan = *t.plan;
+  const DmaPlan& plan = t.plan;
   if (plan.reads_hbm) counters_.read_bytes += flow.bytes;
   if (plan.writes_hbm) counters_.write_bytes += flow.bytes;
   counters_.bus_busy =

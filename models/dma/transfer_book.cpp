@@ -24,7 +24,7 @@ uint32_t TransferBook::add(uint32_t core, const isa::Instruction& dma, const Dma
   ++submitted_;
   DmaTransfer t;
   t.instruction = &dma;
-  t.plan = &plan;
+  t.plan = plan;
   t.core = core;
   t.queue = dma.dma_queue;
   t.index = index;

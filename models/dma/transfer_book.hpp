@@ -25,7 +25,7 @@ struct IndexList {
 
 struct DmaTransfer {
   const isa::Instruction* instruction = nullptr;
-  const DmaPlan* plan = nullptr;
+  DmaPlan plan;  // a copy: the engine that triggers a transfer keeps no plan of its own
   uint32_t core = 0;
   uint16_t queue = 0;
   uint32_t index = 0;         // position of the DMA instruction in its issuer's stream

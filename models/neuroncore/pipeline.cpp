@@ -14,41 +14,40 @@ Picoseconds result_latency(const isa::Instruction& in, const config::ArchConfig&
   return to_picoseconds(result_latency_cycles(in, arch), arch.mhz(in.engine));
 }
 
-std::vector<int32_t> same_engine_producers(const isa::InstructionStream& stream) {
-  std::vector<int32_t> producer(stream.size(), -1);
-  // The regions the last kProducerWindow instructions wrote, as a ring.
-  struct Written {
-    int32_t index = -1;
-    isa::Region regions[2];
-    int count = 0;
-  };
-  Written ring[kProducerWindow];
-  for (size_t i = 0; i < stream.size(); ++i) {
-    const isa::Instruction& in = stream[i];
-    if (!isa::is_dma(in.opcode) && !isa::is_collective(in.opcode)) {
-      // The newest overlapping writer wins: search from the most recent.
-      for (size_t back = 1; back <= kProducerWindow && back <= i && producer[i] < 0; ++back) {
-        const Written& w = ring[(i - back) % kProducerWindow];
-        bool reads = false;
-        isa::for_each_operand(in, [&](const isa::AccessPattern& ap, bool written) {
-          if (reads || written || !ap.present() || ap.memory == isa::Memory::hbm) return;
-          const isa::Region r = isa::region_of(ap);
-          for (int k = 0; k < w.count; ++k) reads = reads || w.regions[k].overlaps(r);
-        });
-        if (reads) producer[i] = w.index;
-      }
-    }
-    Written& mine = ring[i % kProducerWindow];
-    mine = Written{};
-    mine.index = static_cast<int32_t>(i);
-    // The queue (or the collective) writes, later: its semaphore orders it.
-    if (isa::is_dma(in.opcode) || isa::is_collective(in.opcode)) continue;
-    for (const isa::AccessPattern* ap : {&in.dst.get(), &in.accumulate.get()}) {
-      if (ap->present() && ap->memory != isa::Memory::hbm) {
-        mine.regions[mine.count++] = isa::region_of(*ap);
-      }
+int32_t ProducerTracker::next(const isa::Instruction& in) {
+  const size_t i = seen_++;
+  int32_t producer = -1;
+  if (!isa::is_dma(in.opcode) && !isa::is_collective(in.opcode)) {
+    // The newest overlapping writer wins: search from the most recent.
+    for (size_t back = 1; back <= kProducerWindow && back <= i && producer < 0; ++back) {
+      const Written& w = ring_[(i - back) % kProducerWindow];
+      bool reads = false;
+      isa::for_each_operand(in, [&](const isa::AccessPattern& ap, bool written) {
+        if (reads || written || !ap.present() || ap.memory == isa::Memory::hbm) return;
+        const isa::Region r = isa::region_of(ap);
+        for (int k = 0; k < w.count; ++k) reads = reads || w.regions[k].overlaps(r);
+      });
+      if (reads) producer = w.index;
     }
   }
+  Written& mine = ring_[i % kProducerWindow];
+  mine = Written{};
+  mine.index = static_cast<int32_t>(i);
+  // The queue (or the collective) writes, later: its semaphore orders it.
+  if (isa::is_dma(in.opcode) || isa::is_collective(in.opcode)) return producer;
+  for (const isa::AccessPattern* ap : {&in.dst.get(), &in.accumulate.get()}) {
+    if (ap->present() && ap->memory != isa::Memory::hbm) {
+      mine.regions[mine.count++] = isa::region_of(*ap);
+    }
+  }
+  return producer;
+}
+
+std::vector<int32_t> same_engine_producers(const isa::InstructionStream& stream) {
+  std::vector<int32_t> producer;
+  producer.reserve(stream.size());
+  ProducerTracker tracker;
+  for (const isa::Instruction& in : stream) producer.push_back(tracker.next(in));
   return producer;
 }
 

@@ -39,6 +39,25 @@ constexpr size_t kProducerWindow = 8;
 // count as reading its own destination: TensorE accumulates in the PSUM array at full rate.
 std::vector<int32_t> same_engine_producers(const isa::InstructionStream& stream);
 
+// The same, one instruction at a time, as an engine issues its stream in order: next(in) is
+// the producer of `in`, the instruction at position count() (the number of instructions seen
+// so far). It keeps only the regions the last kProducerWindow instructions wrote, so an engine
+// needs no table sized by its stream.
+class ProducerTracker {
+ public:
+  int32_t next(const isa::Instruction& in);
+  size_t count() const { return seen_; }
+
+ private:
+  struct Written {
+    int32_t index = -1;
+    isa::Region regions[2];
+    int count = 0;
+  };
+  Written ring_[kProducerWindow];
+  size_t seen_ = 0;
+};
+
 // Who made a semaphore reach the value a wait needed.
 enum class SemaphoreSource : uint8_t { same_engine, other_engine, dma_queue };
 Picoseconds wake_latency(SemaphoreSource source, const config::ArchConfig& arch);

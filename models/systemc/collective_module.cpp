@@ -263,8 +263,7 @@ void CollectiveModule::submit_traffic(uint32_t tag) {
                              {isa::Dim{1, static_cast<uint32_t>(row)}});
   t.dma.dst = isa::hbm_ap(isa::DType::fp32, write_at, partitions, row,
                           {isa::Dim{1, static_cast<uint32_t>(row)}});
-  t.plan = plan_transfer(t.dma, arch_);
-  memory_system_->submit_collective(t.core, t.dma, t.plan, tag);
+  memory_system_->submit_collective(t.core, t.dma, plan_transfer(t.dma, arch_), tag);
 }
 
 void CollectiveModule::traffic_done(uint32_t tag, const DmaTransfer& transfer) {

@@ -87,14 +87,13 @@ class CollectiveModule : public sc_core::sc_module {
     PairKey pair_key;
   };
   // One step's transfer of one rank in the memory system: a DMA copy within the rank's HBM of
-  // the bytes it sends (the plan points into it, so it lives until it completes); `of` is the
-  // collective or the send/recv pair it belongs to.
+  // the bytes it sends (the transfer points at its instruction, so it lives until it completes);
+  // `of` is the collective or the send/recv pair it belongs to.
   struct Traffic {
     Due of;
     uint32_t core = 0;
     uint64_t bytes = 0;
     isa::Instruction dma;
-    DmaPlan plan;
   };
   // Enters `timing`'s traffic, rank r on core cores[r], to be submitted as the steps begin.
   uint32_t add_traffic(const Due& of, const CollectiveTiming& timing,

@@ -56,7 +56,7 @@ void MemorySystemModule::deliver(uint32_t id) {
   if (core.memory != nullptr) isa::execute(*t.instruction, *core.memory);
   core.semaphores->apply(
       isa::SemaphoreUpdate{core.program->queues[t.queue].semaphore, isa::SemaphoreUpdateKind::add,
-                           static_cast<int64_t>(t.plan->engines)},
+                           static_cast<int64_t>(t.plan.engines)},
       SemaphoreFile::kDmaQueue);
   --outstanding_[t.core];
   delivered_.notify(sc_core::SC_ZERO_TIME);
@@ -69,9 +69,9 @@ void MemorySystemModule::deliver(uint32_t id) {
   r.issued = t.issued;
   r.start = t.start;
   r.end = t.end;
-  r.bytes = t.plan->bytes;
-  r.engines = t.plan->engines;
-  r.descriptors = t.plan->descriptors;
+  r.bytes = t.plan.bytes;
+  r.engines = t.plan.engines;
+  r.descriptors = t.plan.descriptors;
   sink_.on_transfer(r);
 }
 

@@ -7,26 +7,11 @@
 namespace trnsim::models {
 
 EngineModule::EngineModule(sc_core::sc_module_name name, Engine engine, NeuronCore& core)
-    : sc_module(name), engine_(engine), core_(core), throttle_(core.arch) {
-  const auto& stream = core.program.stream(engine);
-  steps_.reserve(stream.size());
-  const bool pipelined = core.arch.result_latency_cycles[index_of(engine)] > 0;
-  const std::vector<int32_t> producers =
-      pipelined ? same_engine_producers(stream) : std::vector<int32_t>();
-  for (size_t i = 0; i < stream.size(); ++i) {
-    const isa::Instruction& in = stream[i];
-    StepCost c;
-    c.cycles = instruction_cycles(in, core.arch);
-    c.time = instruction_time(c.cycles, in, core.arch);  // the cycles worked out once
-    c.latency = result_latency(in, core.arch);
-    c.ports = ports_of(in, core.arch);
-    if (pipelined) c.producer = producers[i];
-    if (isa::is_dma(in.opcode)) {
-      c.plan = static_cast<uint32_t>(core.dma_plans.size());
-      core.dma_plans.push_back(plan_transfer(in, core.arch));
-    }
-    steps_.push_back(c);
-  }
+    : sc_module(name),
+      engine_(engine),
+      core_(core),
+      pipelined_(core.arch.result_latency_cycles[index_of(engine)] > 0),
+      throttle_(core.arch) {
   SC_THREAD(run);
   // The functional model runs on this thread: Eigen's matrix products put their blocking
   // buffers on the stack (up to EIGEN_STACK_ALLOCATION_LIMIT, 128 KiB), more than SystemC's
@@ -67,13 +52,17 @@ void EngineModule::step(const isa::Instruction& in, uint32_t kernel) {
     }
   }
   blocked_ = nullptr;
-  const StepCost& cost = steps_[next_];
+  // The instruction's cost, worked out as it issues (no table sized by the stream).
+  const Cycles cycles = instruction_cycles(in, core_.arch);
+  const Picoseconds time = instruction_time(cycles, in, core_.arch);
+  const Picoseconds latency = result_latency(in, core_.arch);
+  const int32_t producer = pipelined_ ? producers_.next(in) : -1;
   // Pipeline constraints: the results this instruction reads from its own engine, and the wake
   // latency of a wait met by the semaphore's last update (an update long before, when the value
   // had already reached the target, adds nothing).
   Picoseconds earliest = now();
-  if (cost.producer >= 0) {
-    earliest = max(earliest, results_[cost.producer % kProducerWindow] +
+  if (producer >= 0) {
+    earliest = max(earliest, results_[producer % kProducerWindow] +
                                  wake_latency(SemaphoreSource::same_engine, core_.arch));
   }
   for (const isa::SemaphoreWait& w : in.waits) {
@@ -90,7 +79,7 @@ void EngineModule::step(const isa::Instruction& in, uint32_t kernel) {
     r.pipeline_wait = earliest - now();
     wait(to_sc_time(r.pipeline_wait));
   }
-  const uint32_t ports = cost.ports;
+  const uint32_t ports = ports_of(in, core_.arch);
   if (ports != 0) {
     const Picoseconds want = now();
     while ((core_.ports_held & ports) != 0) {
@@ -104,8 +93,8 @@ void EngineModule::step(const isa::Instruction& in, uint32_t kernel) {
   r.start = now();
   const Picoseconds busy =
       throttle_.enabled() && engine_ == Engine::tensor && !isa::is_dma(in.opcode)
-          ? throttle_.busy_time(r.start, cost.time)
-          : cost.time;
+          ? throttle_.busy_time(r.start, time)
+          : time;
   wait(to_sc_time(busy));
   if (ports != 0) {
     core_.ports_held &= ~ports;
@@ -113,14 +102,14 @@ void EngineModule::step(const isa::Instruction& in, uint32_t kernel) {
     if (core_.port_waiters > 0) core_.ports_released.notify(sc_core::SC_ZERO_TIME);
   }
   if (isa::is_dma(in.opcode)) {
-    core_.memory_system.submit(core_.id, in, core_.dma_plans[cost.plan], r.index);
+    core_.memory_system.submit(core_.id, in, plan_transfer(in, core_.arch), r.index);
   } else if (isa::is_collective(in.opcode)) {
     // Its updates fire on every rank when it ends (CollectiveModule), not on this engine.
     core_.collectives->trigger(core_.id, in);
     results_[next_ % kProducerWindow] = now();
     r.end = now();
     r.results = now();
-    r.cycles = cost.cycles;
+    r.cycles = cycles;
     core_.sink.on_instruction(r);
     return;
   } else if (core_.memory != nullptr) {
@@ -128,9 +117,9 @@ void EngineModule::step(const isa::Instruction& in, uint32_t kernel) {
     // update or for results_ below, both at the results' time.
     isa::execute(in, *core_.memory);
   }
-  const Picoseconds results = now() + cost.latency;
+  const Picoseconds results = now() + latency;
   results_[next_ % kProducerWindow] = results;
-  if (cost.latency.value == 0 || in.updates.empty()) {
+  if (latency.value == 0 || in.updates.empty()) {
     for (const isa::SemaphoreUpdate& u : in.updates) {
       core_.semaphores.apply(u, static_cast<int8_t>(index_of(engine_)));
     }
@@ -140,7 +129,7 @@ void EngineModule::step(const isa::Instruction& in, uint32_t kernel) {
   }
   r.end = now();
   r.results = results;
-  r.cycles = cost.cycles;
+  r.cycles = cycles;
   core_.sink.on_instruction(r);
 }
 
@@ -211,12 +200,6 @@ NeuronCore::NeuronCore(sc_core::sc_module_name name, uint32_t id_, const isa::Pr
       semaphores(program_.semaphores.size()),
       host(host_),
       collectives(collectives_) {
-  size_t dma_instructions = 0;
-  for (Engine e : kAllEngines) {
-    for (const auto& in : program.stream(e)) dma_instructions += isa::is_dma(in.opcode);
-  }
-  // Filled by the engines as they are built; never reallocated after (transfers point in).
-  dma_plans.reserve(dma_instructions);
   memory_system.attach(CoreEndpoints{&program, 0, &semaphores, memory});
   if (collectives != nullptr) collectives->attach(id, &semaphores, memory);
   for (Engine e : kAllEngines) {

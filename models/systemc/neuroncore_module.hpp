@@ -11,7 +11,6 @@
 #include <string>
 #include <vector>
 
-#include "base/large_page_allocator.hpp"
 #include "isa/program.hpp"
 #include "isa/semantics.hpp"
 #include "models/dma/dma_plan.hpp"
@@ -50,18 +49,10 @@ class EngineModule : public sc_core::sc_module {
 
   Engine engine_;
   NeuronCore& core_;
-  // Per instruction, computed before the run: its time, its cycles (for the record), the shared
-  // ports it holds while running, and for a DMA its plan (NeuronCore::dma_plans).
-  // With a result latency, also that latency and the same-engine producer it waits for.
-  struct StepCost {
-    Picoseconds time;
-    Picoseconds latency;
-    Cycles cycles;
-    uint32_t ports = 0;
-    uint32_t plan = 0;
-    int32_t producer = -1;
-  };
-  std::vector<StepCost> steps_;
+  // Its result latency applies (arch.result_latency_cycles): same-engine producers are found
+  // as the instructions issue.
+  const bool pipelined_;
+  ProducerTracker producers_;
   size_t next_ = 0;
   const isa::SemaphoreWait* blocked_ = nullptr;
   // When the results of the last kProducerWindow instructions are committed, by stream position.
@@ -91,10 +82,6 @@ class NeuronCore : public sc_core::sc_module {
   EventSink& sink;
   MemorySystemModule& memory_system;
   SemaphoreFile semaphores;
-  // One per DMA instruction, in the order the engines hold them (megabytes for a long program:
-  // on huge pages where the system allows, as the instruction streams are, since a page fault
-  // per 4 KiB is a large part of a short run's set-up).
-  std::vector<DmaPlan, base::LargePageAllocator<DmaPlan>> dma_plans;
   std::vector<std::unique_ptr<EngineModule>> engines;
   uint32_t ports_held = 0;  // shared ports (models::Port bits) in use
   sc_core::sc_event ports_released;

@@ -503,9 +503,9 @@ TEST_CASE("a completed transfer raises its queue's semaphore by the engines that
   b.add(load(128, 2048));
   b.add(load(16, 2048, 0, 32));
   MemoryModel& m = b.run();
-  CHECK(m.transfer(0).plan->engines == 16);
-  CHECK(m.transfer(1).plan->engines == 2);
-  CHECK(m.transfer(1).plan->first_engine == 4);
+  CHECK(m.transfer(0).plan.engines == 16);
+  CHECK(m.transfer(1).plan.engines == 2);
+  CHECK(m.transfer(1).plan.first_engine == 4);
   for (uint32_t e = 0; e < 16; ++e) CHECK(m.engine_busy(0, e).value > 0);
 }
 

@@ -83,6 +83,26 @@ TEST_CASE("a writer further back than the producer window has committed its resu
   CHECK(models::same_engine_producers(s).back() == -1);
 }
 
+TEST_CASE("the producer is found as the engine issues, one instruction at a time") {
+  // The engine asks ProducerTracker as it issues; it holds the last kProducerWindow writes only,
+  // and positions count from the stream's start, past any number of instructions.
+  models::ProducerTracker t;
+  for (int i = 0; i < 1000; ++i) CHECK(t.next(copy(Engine::vector, 0, 8192)) == -1);
+  CHECK(t.next(copy(Engine::vector, 0, 1024)) == -1);       // 1000 writes 1024
+  CHECK(t.next(copy(Engine::vector, 0, 16384)) == -1);      // 1001
+  CHECK(t.next(copy(Engine::vector, 1024, 4096)) == 1000);  // reads 1000's result
+  Instruction dma;
+  dma.engine = Engine::vector;
+  dma.opcode = Opcode::dma_copy;
+  CHECK(t.next(dma) == -1);  // its queue writes, later
+  for (size_t i = 0; i + 4 < models::kProducerWindow; ++i) t.next(copy(Engine::vector, 0, 16384));
+  CHECK(t.count() == 1000 + models::kProducerWindow);
+  CHECK(t.next(copy(Engine::vector, 1024, 4096)) == 1000);  // kProducerWindow back: still seen
+  CHECK(t.next(copy(Engine::vector, 16384, 4096)) == 1000 + models::kProducerWindow - 1);
+  for (size_t i = 0; i < models::kProducerWindow; ++i) t.next(copy(Engine::vector, 0, 16384));
+  CHECK(t.next(copy(Engine::vector, 1024, 4096)) == -1);  // 1000 is out of the window
+}
+
 TEST_CASE("writing what an earlier instruction read or wrote is no read after write") {
   // 1 overwrites 0's source, 2 overwrites 0's destination: in-order issue keeps both.
   const auto s = stream_of({copy(Engine::vector, 0, 1024), copy(Engine::vector, 4096, 0),
