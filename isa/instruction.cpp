@@ -340,12 +340,17 @@ uint64_t Instruction::free_size() const {
   }
 }
 
+const ScalarPattern& ScalarOperand::no_pattern() {
+  static const ScalarPattern none;
+  return none;
+}
+
 }  // namespace trnsim::isa
 
 namespace trnsim::isa {
 // A long program holds millions of these (docs/performance.md, "Compact instructions"): keep an
-// eye on what a new field costs. 224 bytes with libstdc++ on x86-64 (other ABIs differ).
+// eye on what a new field costs. 192 bytes with libstdc++ on x86-64 (other ABIs differ).
 #if defined(__GLIBCXX__) && defined(__x86_64__)
-static_assert(sizeof(Instruction) <= 224, "isa::Instruction grew: see docs/performance.md");
+static_assert(sizeof(Instruction) <= 192, "isa::Instruction grew: see docs/performance.md");
 #endif
 }  // namespace trnsim::isa

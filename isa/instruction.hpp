@@ -4,7 +4,9 @@
 
 #include <array>
 #include <cstdint>
+#include <cstring>
 #include <memory>
+#include <new>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -30,7 +32,7 @@ enum class Opcode : uint8_t {
   scalar_tensor_tensor,  // dst = (src0 op0 operand0) op1 src1
   tensor_reduce,         // dst = reduce(op0, src) over the innermost `reduce_dims` free dims
   tensor_copy,           // dst = src, converted to dst's dtype
-  memset,                // dst = operand0.imm
+  memset,                // dst = operand0.imm()
   iota,                  // dst[p, i] = index_base + partition_step * p + sum(index_steps * i)
   select,                // dst = src0 != 0 ? src1 : src2
   bn_stats,              // dst[p] = (count, mean, M2) of src[p]: batch-norm statistics
@@ -161,13 +163,86 @@ constexpr bool is_reduction(AluOp op) {
 // pattern when there is none).
 using ScalarPattern = PatternRef;
 
-// An immediate, or one value per partition read from a [P, 1] access pattern.
-struct ScalarOperand {
-  float imm = 0.0f;
-  ScalarPattern per_partition;  // present() when per-partition
-  static ScalarOperand immediate(float v) { return ScalarOperand{v, {}}; }
-  static ScalarOperand from(const AccessPattern& ap) { return ScalarOperand{0.0f, ap}; }
+// An immediate, or one value per partition read from a [P, 1] access pattern. 8 bytes (an
+// Instruction holds four, and most are immediates): the shared pattern's pointer, or the
+// immediate's bits in the same word, told apart by the lowest bit (a pattern's address is
+// aligned, so its lowest bit is 0).
+class ScalarOperand {
+ public:
+  ScalarOperand() noexcept { set_immediate(0.0f); }
+  static ScalarOperand immediate(float v) {
+    ScalarOperand s;
+    s.set_immediate(v);
+    return s;
+  }
+  static ScalarOperand from(const AccessPattern& ap) {
+    ScalarOperand s;
+    new (&s.pattern_) ScalarPattern(ap);
+    return s;
+  }
+  ScalarOperand(const ScalarOperand& o) noexcept {
+    if (o.is_immediate()) {
+      bits_ = o.bits_;
+    } else {
+      new (&pattern_) ScalarPattern(o.pattern_);
+    }
+  }
+  ScalarOperand(ScalarOperand&& o) noexcept {
+    if (o.is_immediate()) {
+      bits_ = o.bits_;
+    } else {
+      new (&pattern_) ScalarPattern(std::move(o.pattern_));
+      o.pattern_.~ScalarPattern();
+      o.set_immediate(0.0f);
+    }
+  }
+  ScalarOperand& operator=(const ScalarOperand& o) noexcept {
+    if (this != &o) {
+      this->~ScalarOperand();
+      new (this) ScalarOperand(o);
+    }
+    return *this;
+  }
+  ScalarOperand& operator=(ScalarOperand&& o) noexcept {
+    if (this != &o) {
+      this->~ScalarOperand();
+      new (this) ScalarOperand(std::move(o));
+    }
+    return *this;
+  }
+  ~ScalarOperand() {
+    if (!is_immediate()) pattern_.~ScalarPattern();
+  }
+
+  // The immediate (0 when the operand is per-partition).
+  float imm() const {
+    if (!is_immediate()) return 0.0f;
+    float v;
+    const auto b = static_cast<uint32_t>(bits_ >> 32);
+    std::memcpy(&v, &b, sizeof v);
+    return v;
+  }
+  // The [P, 1] pattern: present() when per-partition.
+  const ScalarPattern& per_partition() const { return is_immediate() ? no_pattern() : pattern_; }
+
+ private:
+  bool is_immediate() const {
+    uint64_t word;  // the union's word, whichever member is in it
+    std::memcpy(&word, static_cast<const void*>(this), sizeof word);
+    return (word & 1u) != 0;
+  }
+  void set_immediate(float v) {
+    uint32_t b;
+    std::memcpy(&b, &v, sizeof b);
+    bits_ = (static_cast<uint64_t>(b) << 32) | 1u;
+  }
+  static const ScalarPattern& no_pattern();
+  union {
+    uint64_t bits_;
+    ScalarPattern pattern_;
+  };
 };
+static_assert(sizeof(ScalarPattern) == sizeof(uint64_t), "ScalarOperand packs a pattern in a word");
 
 // Wait until semaphore `semaphore` holds at least `value` (the profiler's "S[4] reaches 36").
 struct SemaphoreWait {
@@ -200,7 +275,7 @@ struct Instruction {
   ActivationFunction function = ActivationFunction::identity;  // activation
   // Where the instruction came from: 1 + an index into Program::sources ("kernel.py:12"), or
   // 0 when it has no source (instructions of trnsim's own lowerings). The small fields sit
-  // together, so that the Instruction has no padding to speak of (224 bytes).
+  // together, so that the Instruction has no padding to speak of (192 bytes).
   uint32_t source = 0;
   // The operands are shared patterns (isa/pattern_ref.hpp): `in.dst->offset` reads a field,
   // `in.dst = pattern` replaces one, `in.dst.edit().offset = x` changes this one's own copy.
@@ -281,10 +356,10 @@ inline bool reads_dst(const Instruction& in) {
 template <typename Fn>
 void for_each_operand(const Instruction& in, Fn&& fn) {
   for (const PatternRef& s : in.src) fn(s.get(), false);
-  fn(in.scale.per_partition.get(), false);
-  fn(in.bias.per_partition.get(), false);
-  fn(in.operand0.per_partition.get(), false);
-  fn(in.operand1.per_partition.get(), false);
+  fn(in.scale.per_partition().get(), false);
+  fn(in.bias.per_partition().get(), false);
+  fn(in.operand0.per_partition().get(), false);
+  fn(in.operand1.per_partition().get(), false);
   fn(in.dst.get(), true);
   fn(in.accumulate.get(), true);
 }

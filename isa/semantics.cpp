@@ -73,8 +73,8 @@ namespace {
 
 // One value per partition: the immediate repeated, or the [P, 1] pattern read.
 Eigen::ArrayXf scalar_column(const MemoryImage& mem, const ScalarOperand& s, uint32_t partitions) {
-  if (!s.per_partition.present()) return Eigen::ArrayXf::Constant(partitions, s.imm);
-  return read(mem, s.per_partition).col(0);
+  if (!s.per_partition().present()) return Eigen::ArrayXf::Constant(partitions, s.imm());
+  return read(mem, s.per_partition()).col(0);
 }
 
 void apply_alu_per_row(Tile& t, AluOp op, const Eigen::ArrayXf& column) {
@@ -341,10 +341,10 @@ bool integer_operands(const Instruction& in) {
 // One integer per partition: the immediate, or the [P, 1] pattern read.
 std::vector<int64_t> int_column(const MemoryImage& mem, const ScalarOperand& s,
                                 uint32_t partitions) {
-  if (!s.per_partition.present()) return std::vector<int64_t>(partitions, std::llround(s.imm));
-  if (is_integer(s.per_partition->dtype)) return read_ints(mem, s.per_partition);
+  if (!s.per_partition().present()) return std::vector<int64_t>(partitions, std::llround(s.imm()));
+  if (is_integer(s.per_partition()->dtype)) return read_ints(mem, s.per_partition());
   std::vector<int64_t> out;
-  const Tile t = read(mem, s.per_partition);
+  const Tile t = read(mem, s.per_partition());
   for (Eigen::Index p = 0; p < t.rows(); ++p) out.push_back(std::llround(t(p, 0)));
   return out;
 }
@@ -477,7 +477,7 @@ void execute(const Instruction& in, MemoryImage& mem) {
     }
     case Opcode::memset:
       write(mem, in.dst,
-            Tile::Constant(in.dst->partitions, in.dst->free_elements(), in.operand0.imm));
+            Tile::Constant(in.dst->partitions, in.dst->free_elements(), in.operand0.imm()));
       return;
     case Opcode::matmul: {
       const Tile stationary = read(mem, in.src[0]);  // K x M
@@ -657,7 +657,7 @@ void execute(const Instruction& in, MemoryImage& mem) {
           }
         }
         for (Eigen::Index i = 0; i < a.cols(); ++i) {
-          if (replaced[i]) a(p, i) = in.operand0.imm;
+          if (replaced[i]) a(p, i) = in.operand0.imm();
         }
       }
       write(mem, in.dst, a);

@@ -131,10 +131,11 @@ struct Checker {
   }
 
   void scalar(const char* name, const ScalarOperand& s, const AccessPattern& data) const {
-    if (!s.per_partition.present()) return;
-    operand(name, s.per_partition);
-    on_chip(name, s.per_partition);
-    if (s.per_partition->partitions != data.partitions || s.per_partition->free_elements() != 1) {
+    if (!s.per_partition().present()) return;
+    operand(name, s.per_partition());
+    on_chip(name, s.per_partition());
+    if (s.per_partition()->partitions != data.partitions ||
+        s.per_partition()->free_elements() != 1) {
       fail(fmt::format("{} must be one value per partition, [{} x 1]", name, data.partitions));
     }
   }

@@ -29,7 +29,7 @@ nlohmann::json ap_json(const AccessPattern& ap) {
 }
 
 nlohmann::json scalar_json(const ScalarOperand& s) {
-  return s.per_partition.present() ? ap_json(s.per_partition) : nlohmann::json(s.imm);
+  return s.per_partition().present() ? ap_json(s.per_partition()) : nlohmann::json(s.imm());
 }
 
 struct JsonReader {

@@ -56,7 +56,7 @@ struct Printer {
   }
 
   std::string scalar(const ScalarOperand& s) const {
-    return s.per_partition.present() ? access_pattern(s.per_partition) : number_text(s.imm);
+    return s.per_partition().present() ? access_pattern(s.per_partition()) : number_text(s.imm());
   }
 
   static std::string escaped(const std::string& s) {

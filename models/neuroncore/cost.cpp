@@ -42,7 +42,7 @@ uint32_t vector_perf_mode(const isa::Instruction& in, const config::ArchConfig& 
   if (!arch.vector_perf_modes || in.engine != Engine::vector) return 1;
   const bool half =
       all_operands(in, [](const isa::AccessPattern& ap) { return isa::is_half(ap.dtype); });
-  if (!half || in.operand0.per_partition->memory == Memory::psum) return 1;
+  if (!half || in.operand0.per_partition()->memory == Memory::psum) return 1;
   const bool sbuf =
       all_operands(in, [](const isa::AccessPattern& ap) { return ap.memory == Memory::sbuf; });
   const bool contiguous =
@@ -124,7 +124,7 @@ Cycles instruction_cycles(const isa::Instruction& in, const config::ArchConfig& 
     }
     case Opcode::memset: {
       // I1: max(MIN_II, N/2) for zero in bf16/fp16, else max(MIN_II, N).
-      const bool fast = in.operand0.imm == 0.0f && isa::is_half(in.dst->dtype);
+      const bool fast = in.operand0.imm() == 0.0f && isa::is_half(in.dst->dtype);
       c = std::max(min_ii, fast ? n / 2 : n);
       break;
     }

@@ -32,8 +32,8 @@ void print(std::ostringstream& o, const AccessPattern& a) {
   o << "]";
 }
 void print(std::ostringstream& o, const ScalarOperand& s) {
-  o << "{" << s.imm << " ";
-  print(o, s.per_partition.get());
+  o << "{" << s.imm() << " ";
+  print(o, s.per_partition().get());
   o << "}";
 }
 

@@ -155,12 +155,12 @@ TEST_CASE("layernorm puts statistics on VectorE and the scale and shift on Scala
       if (in.function == trnsim::isa::ActivationFunction::square) {
         ++squares;
         CHECK(in.accumulate->present());
-        CHECK(in.bias.per_partition.present());  // -mean / sqrt(hidden)
+        CHECK(in.bias.per_partition().present());  // -mean / sqrt(hidden)
       }
       if (in.function == trnsim::isa::ActivationFunction::identity) {
         ++normalize;
-        CHECK(in.scale.per_partition.present());  // rstd
-        CHECK(in.bias.per_partition.present());   // -mean * rstd
+        CHECK(in.scale.per_partition().present());  // rstd
+        CHECK(in.bias.per_partition().present());   // -mean * rstd
       }
     }
     CHECK(squares == (bn ? 0u : 2u));

@@ -3,6 +3,7 @@
 // the reference that made it.
 #include <catch2/catch.hpp>
 
+#include <cmath>
 #include <thread>
 
 #include "isa/instruction.hpp"
@@ -96,4 +97,50 @@ TEST_CASE("Instruction::extra: copies share the rare fields, and edit() changes 
   CHECK(copy.extra->index_base == 9);
   CHECK(copy.extra->shuffle_mask[3] == 5);
   CHECK_FALSE(copy.extra.shares_with(iota.extra));
+}
+
+TEST_CASE("ScalarOperand: an immediate or a shared per-partition pattern, in one word") {
+  using trnsim::isa::ScalarOperand;
+  static_assert(sizeof(ScalarOperand) == 8, "one word");
+  // Immediates keep every bit of the float: signs, zeros, tiny and huge values.
+  for (const float v : {0.0f, -0.0f, 1.0f, -1.0f, 2.0f, 1e-38f, -3.4e38f, 0.1f}) {
+    const ScalarOperand s = ScalarOperand::immediate(v);
+    CHECK_FALSE(s.per_partition().present());
+    CHECK(std::signbit(s.imm()) == std::signbit(v));
+    CHECK(s.imm() == v);
+  }
+  CHECK(ScalarOperand().imm() == 0.0f);
+  CHECK_FALSE(ScalarOperand().per_partition().present());
+
+  const AccessPattern column = sbuf_ap(DType::fp32, 0, 128, 4096, {{1, 1}});
+  const ScalarOperand p = ScalarOperand::from(column);
+  CHECK(p.per_partition().present());
+  CHECK(p.per_partition().get() == column);
+  CHECK(p.imm() == 0.0f);
+
+  // Copies share the pattern; assignments and moves between the two kinds keep each right.
+  ScalarOperand q = p;
+  CHECK(&q.per_partition().get() == &p.per_partition().get());
+  q = ScalarOperand::immediate(-2.5f);
+  CHECK(q.imm() == -2.5f);
+  CHECK_FALSE(q.per_partition().present());
+  CHECK(p.per_partition().get() == column);  // the original is untouched
+  q = p;
+  CHECK(q.per_partition().get() == column);
+  ScalarOperand moved = std::move(q);
+  CHECK(moved.per_partition().get() == column);
+  ScalarOperand r = ScalarOperand::immediate(7.0f);
+  r = std::move(moved);
+  CHECK(r.per_partition().get() == column);
+  r = r;  // self-assignment keeps it
+  CHECK(r.per_partition().get() == column);
+
+  // In an instruction: the defaults, and copies of an instruction that holds a pattern.
+  Instruction in;
+  CHECK(in.scale.imm() == 1.0f);
+  CHECK(in.bias.imm() == 0.0f);
+  in.operand0 = ScalarOperand::from(column);
+  const Instruction copy = in;
+  CHECK(copy.operand0.per_partition().get() == column);
+  CHECK(copy.scale.imm() == 1.0f);
 }

@@ -135,7 +135,8 @@ inline std::string find_unordered_conflicts(const trnsim::isa::Program& p,
             if (s.present()) item.reads.push_back(hazard_region(s));
           }
           for (const ScalarOperand* s : {&in.scale, &in.bias, &in.operand0, &in.operand1}) {
-            if (s->per_partition.present()) item.reads.push_back(hazard_region(s->per_partition));
+            if (s->per_partition().present())
+              item.reads.push_back(hazard_region(s->per_partition()));
           }
           if (in.opcode == Opcode::matmul && !in.accumulate_start) {
             item.reads.push_back(hazard_region(in.dst));

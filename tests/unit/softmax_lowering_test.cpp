@@ -110,7 +110,7 @@ TEST_CASE("softmax: the max on VectorE in the data's dtype, exp with -max and th
   for (const Instruction& in : p.stream(Engine::scalar)) {
     if (in.function != trnsim::isa::ActivationFunction::exp) continue;
     ++exps;
-    CHECK(in.bias.per_partition.present());      // -max
+    CHECK(in.bias.per_partition().present());    // -max
     CHECK(in.accumulate->present());             // the sum
     CHECK(in.dst->offset == in.src[0]->offset);  // in place
   }
