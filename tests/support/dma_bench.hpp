@@ -20,7 +20,7 @@ namespace trnsim_test {
 struct DmaBench {
   explicit DmaBench(const trnsim::config::ArchConfig& a, uint32_t cores = 1)
       : arch(a), cores(cores) {
-    instructions.reserve(4096);  // plan_transfer's plans point into it: no reallocation
+    instructions.reserve(4096);  // transfers point at their instruction: no reallocation
     plans.reserve(4096);
   }
   void add(const trnsim::isa::Instruction& in, trnsim::Picoseconds issued = trnsim::Picoseconds(0),
