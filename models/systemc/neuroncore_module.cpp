@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <cassert>
+
 #include "models/neuroncore/cost.hpp"
 
 namespace trnsim::models {
@@ -56,6 +58,9 @@ void EngineModule::step(const isa::Instruction& in, uint32_t kernel) {
   const Cycles cycles = instruction_cycles(in, core_.arch);
   const Picoseconds time = instruction_time(cycles, in, core_.arch);
   const Picoseconds latency = result_latency(in, core_.arch);
+  // The tracker counts the instructions it has seen: this one must be at its stream position
+  // (kernels are consecutive ranges of the stream, stepped in order; isa::validate checks it).
+  assert(!pipelined_ || producers_.count() == next_);
   const int32_t producer = pipelined_ ? producers_.next(in) : -1;
   // Pipeline constraints: the results this instruction reads from its own engine, and the wake
   // latency of a wait met by the semaphore's last update (an update long before, when the value

@@ -809,6 +809,16 @@ std::vector<std::string> graph_op_names() {
   return names;
 }
 
+isa::AluOp binary_alu_op(const std::string& op) {
+  if (op == "add") return isa::AluOp::add;
+  if (op == "sub") return isa::AluOp::subtract;
+  if (op == "mul") return isa::AluOp::multiply;
+  if (op == "div") return isa::AluOp::divide;
+  if (op == "maximum") return isa::AluOp::max;
+  if (op == "minimum") return isa::AluOp::min;
+  return isa::AluOp::pow;
+}
+
 std::string aten_name(const std::string& op) {
   return "aten::" + op;
 }
@@ -1016,31 +1026,21 @@ double unary(UnaryFn f, double x) {
   return x / (1.0 + std::exp(-x));  // silu
 }
 
-enum class BinaryFn : uint8_t { add, sub, mul, div, pow, maximum, minimum };
-BinaryFn binary_fn(const std::string& f) {
-  if (f == "add") return BinaryFn::add;
-  if (f == "sub") return BinaryFn::sub;
-  if (f == "mul") return BinaryFn::mul;
-  if (f == "div") return BinaryFn::div;
-  if (f == "pow") return BinaryFn::pow;
-  if (f == "maximum") return BinaryFn::maximum;
-  return BinaryFn::minimum;
-}
-double binary(BinaryFn f, double a, double b) {
+double binary(isa::AluOp f, double a, double b) {
   switch (f) {
-    case BinaryFn::add:
+    case isa::AluOp::add:
       return a + b;
-    case BinaryFn::sub:
+    case isa::AluOp::subtract:
       return a - b;
-    case BinaryFn::mul:
+    case isa::AluOp::multiply:
       return a * b;
-    case BinaryFn::div:
+    case isa::AluOp::divide:
       return a / b;
-    case BinaryFn::pow:
+    case isa::AluOp::pow:
       return b == 2 ? a * a : std::pow(a, b);
-    case BinaryFn::maximum:
+    case isa::AluOp::max:
       return std::max(a, b);
-    case BinaryFn::minimum:
+    default:
       break;
   }
   return std::min(a, b);
@@ -1157,7 +1157,7 @@ void evaluate_op(const Graph& g, const GraphOp& op, GraphValues& v,
     };
     const auto [pa, ba] = operand(op.args[0]);
     const auto [pb, bb] = operand(op.args[1]);
-    const BinaryFn f = binary_fn(op.op);
+    const isa::AluOp f = binary_alu_op(op.op);
     for (uint64_t i = 0; i < out.size(); ++i) {
       const double a = pa ? (*pa)[ba.index(i)] : op.args[0].number;
       const double b = pb ? (*pb)[bb.index(i)] : op.args[1].number;

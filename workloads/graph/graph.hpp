@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "isa/dtype.hpp"
+#include "isa/instruction.hpp"
 
 namespace trnsim::workloads {
 
@@ -149,6 +150,10 @@ GraphValues evaluate_graph(const Graph& g, const std::vector<std::vector<float>>
 std::vector<GraphValues> evaluate_graph_cores(
     const Graph& g, const std::vector<std::vector<std::vector<float>>>& inputs,
     const std::vector<std::string>& rounded);
+
+// The ALU operation of a binary op ("add" -> add, "sub" -> subtract, ..., "pow" -> pow): the
+// lowering's instruction and the reference's arithmetic.
+isa::AluOp binary_alu_op(const std::string& op);
 
 // The PyTorch name of an op ("aten::pow"), as the profiler's key_averages shows it.
 std::string aten_name(const std::string& op);

@@ -357,16 +357,6 @@ Engine RowKernel::pick(const Instruction& on_vector, const Instruction& on_scala
   return est_scalar_ + s < est_vector_ + v ? Engine::scalar : Engine::vector;
 }
 
-AluOp alu_of(const std::string& op) {
-  if (op == "add") return AluOp::add;
-  if (op == "sub") return AluOp::subtract;
-  if (op == "mul") return AluOp::multiply;
-  if (op == "div") return AluOp::divide;
-  if (op == "maximum") return AluOp::max;
-  if (op == "minimum") return AluOp::min;
-  return AluOp::pow;
-}
-
 void RowKernel::emit_op(size_t pos, uint32_t parts, uint32_t buf, std::vector<Instruction>& seq) {
   const GraphOp& op = g_.ops[k_.ops[pos]];
   const std::string label = fmt::format("{} {}", op.op, op.out.name);
@@ -463,7 +453,7 @@ void RowKernel::emit_op(size_t pos, uint32_t parts, uint32_t buf, std::vector<In
   const Cls c0 = cls_of(op.args[0]), c1 = cls_of(op.args[1]);
   const bool wide0 = c0 == out || (out == Cls::full && (c0 == Cls::col || c0 == Cls::periodic));
   const bool wide1 = c1 == out || (out == Cls::full && (c1 == Cls::col || c1 == Cls::periodic));
-  const AluOp alu = alu_of(op.op);
+  const AluOp alu = binary_alu_op(op.op);
   if (wide0 && wide1 && op.args[0].is_tensor() && op.args[1].is_tensor()) {
     push(tensor_tensor(Engine::vector, dst, ap(op.args[0].tensor, parts, buf), alu,
                        ap(op.args[1].tensor, parts, buf), label));
