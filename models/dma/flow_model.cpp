@@ -30,7 +30,10 @@ FlowMemoryModel::FlowMemoryModel(const config::ArchConfig& arch, uint32_t cores,
 
   const size_t engines = static_cast<size_t>(cores_) * arch.dma_engines;
   engines_.resize(engines);
-  for (auto& e : engines_) e.queues.resize(hw_queue(arch.dma_queues) + 1);
+  for (auto& e : engines_) {
+    e.queues.resize(hw_queue(arch.dma_queues) + 1);
+    e.draining.assign(e.queues.size(), kNone);
+  }
   flows_.reserve(engines * 16);  // grown as needed: flows are reused once finished
   events_.reserve(1024);
   const size_t channels = static_cast<size_t>(hbm_.stacks()) * channels_;
@@ -84,13 +87,23 @@ void FlowMemoryModel::run_until(Picoseconds horizon) {
     if (next_finish_ <= t) {
       finishing_.clear();
       for (uint32_t f : active_) {
-        if (flows_[f].finish <= t) finishing_.push_back(f);
+        if (flows_[f].finish <= t || flows_[f].release <= t) finishing_.push_back(f);
       }
       // In flow-id order, so that the order does not depend on the active list's history.
       std::sort(finishing_.begin(), finishing_.end());
-      for (uint32_t f : finishing_) finish(f, now);
+      for (uint32_t f : finishing_) {
+        if (flows_[f].finish <= t) {
+          finish(f, now);
+        } else if (may_release(f)) {
+          release(f, now);
+        } else {
+          flows_[f].release = kNever;  // asked again when the queue's draining part finishes
+        }
+      }
       next_finish_ = kNever;
-      for (uint32_t f : active_) next_finish_ = std::min(next_finish_, flows_[f].finish);
+      for (uint32_t f : active_) {
+        next_finish_ = std::min({next_finish_, flows_[f].finish, flows_[f].release});
+      }
     }
     if (changed_) {
       ++events_processed_;
@@ -199,6 +212,8 @@ void FlowMemoryModel::on_ready(uint32_t id, Picoseconds now) {
     flow.hbm_factor = (reads ? 1.0 : 0.0) + (writes ? 1.0 : 0.0);
     flow.rate = 0;
     flow.finish = kNever;
+    flow.draining = false;
+    flow.release = kNever;
     flow.terms.clear();
     if (flow.bytes > 0) {
       const double bytes = static_cast<double>(flow.bytes);
@@ -240,6 +255,8 @@ void FlowMemoryModel::on_ready(uint32_t id, Picoseconds now) {
       q.head = q.tail = fid;
       activate(fid, now);
     } else {
+      // Right behind the head: the head may now let it start early (its release time).
+      if (q.tail == q.head) changed_ = true;
       flows_[q.tail].next = fid;
       q.tail = fid;
     }
@@ -276,13 +293,18 @@ void FlowMemoryModel::finish(uint32_t f, Picoseconds now) {
   flows_[last].active_at = flow.active_at;
   active_.pop_back();
   changed_ = true;
-  // The next part of its (engine, hardware queue) starts.
-  IndexList& q = engine.queues[hw_queue(t.queue)];
-  q.head = flow.next;
-  if (q.head == kNone) {
-    q.tail = kNone;
+  const uint32_t hq = hw_queue(t.queue);
+  IndexList& q = engine.queues[hq];
+  if (flow.draining) {
+    engine.draining[hq] = kNone;  // the next part started when this one began to drain
   } else {
-    activate(q.head, now);
+    // The next part of its (engine, hardware queue) starts.
+    q.head = flow.next;
+    if (q.head == kNone) {
+      q.tail = kNone;
+    } else {
+      activate(q.head, now);
+    }
   }
   free_flows_.push_back(f);
   if (--t.parts_open == 0) {
@@ -291,6 +313,34 @@ void FlowMemoryModel::finish(uint32_t f, Picoseconds now) {
     if (plan.writes_hbm) tail = max(tail, write_tail_);
     schedule(now + tail, EventKind::transfer_done, flow.transfer);
   }
+}
+
+bool FlowMemoryModel::may_release(uint32_t f) const {
+  const Flow& flow = flows_[f];
+  const Engine& engine = engines_[flow.engine];
+  const uint32_t hq = hw_queue(book_[flow.transfer].queue);
+  return !flow.draining && flow.hbm_factor > 0 && flow.next != kNone &&
+         engine.draining[hq] == kNone && engine.queues[hq].head == f;
+}
+
+// The engine has cut the whole part into chunks and issued them: at most a window of its bytes
+// is left, in flight at HBM. The engine moves on to the next part of the queue (the detailed
+// model's engine does so as its outstanding window allows), while these bytes drain at the
+// rate HBM and the window give them; the part's engine time has been spent.
+void FlowMemoryModel::release(uint32_t f, Picoseconds now) {
+  Flow& flow = flows_[f];
+  Engine& engine = engines_[flow.engine];
+  const uint32_t hq = hw_queue(book_[flow.transfer].queue);
+  IndexList& q = engine.queues[hq];
+  flow.draining = true;
+  flow.release = kNever;
+  if (!flow.terms.empty() && flow.terms.front().constraint == flow.engine) {
+    flow.terms.erase(flow.terms.begin());  // its engine-time term
+  }
+  engine.draining[hq] = f;
+  q.head = flow.next;
+  activate(q.head, now);
+  changed_ = true;
 }
 
 void FlowMemoryModel::on_done(uint32_t id, Picoseconds now) {
@@ -363,14 +413,26 @@ void FlowMemoryModel::recompute(Picoseconds now) {
   next_finish_ = kNever;
   for (uint32_t f : active_) {
     Flow& flow = flows_[f];
+    flow.release = kNever;
     if (flow.remaining <= 0 || flow.rate <= 0) {
       flow.finish = now.value;
     } else {
       // The 1e-6 ps keeps an exact quotient from rounding up a whole picosecond.
       const double ps = std::ceil(flow.remaining / flow.rate - 1e-6);
       flow.finish = now.value + std::max<int64_t>(0, static_cast<int64_t>(ps));
+      // A flow's remaining bytes are those its engine has not handled yet, with the round
+      // trip of the last ones added when it finishes (finish()). But when HBM or the window
+      // holds it back, not its engine, the engine runs ahead of HBM by up to its window of
+      // chunks: it has issued the last chunk once no more than a window of bytes is left, and
+      // moves on then (release()). An engine-bound flow has nothing issued ahead.
+      if (state_[flow.engine] != 2 && may_release(f)) {
+        const double to_window = std::max(0.0, flow.remaining - window_bytes_);
+        flow.release =
+            now.value +
+            std::max<int64_t>(0, static_cast<int64_t>(std::ceil(to_window / flow.rate - 1e-6)));
+      }
     }
-    next_finish_ = std::min(next_finish_, flow.finish);
+    next_finish_ = std::min({next_finish_, flow.finish, flow.release});
   }
 }
 

@@ -37,9 +37,16 @@
 //     pseudo_channels apart (rows of 16 KiB, say) is held to the few channels it touches, as
 //     in the detailed model, while a contiguous stream reaches the stack's peak.
 // Rates are recomputed only when the set of active flows changes (a transfer becomes ready, a
-// part finishes); in between every flow's remaining bytes fall at its rate. A transfer that
-// touches HBM completes hbm_latency_ns + CL (reads; CWL for writes, the larger when both) after
-// its last byte moved: the round trip of its last piece, which holds no engine.
+// part finishes or drains); in between every flow's remaining bytes fall at its rate. A
+// transfer that touches HBM completes hbm_latency_ns + CL (reads; CWL for writes, the larger
+// when both) after its last byte moved: the round trip of its last piece, which holds no engine.
+// Draining: an engine runs ahead of HBM by up to its outstanding window (the detailed engine
+// issues a chunk whenever fewer than dma_engine_outstanding_chunks are in flight). So when a
+// part that HBM or the window holds back, not its engine, has no more than a window of bytes
+// left, its engine has issued all of it: the next part of its (engine, hardware queue) starts
+// then, while these last bytes keep their HBM and window terms (not the engine's) until they
+// have moved. One part per (engine, hardware queue) drains at a time. A part bound by its
+// engine's time has nothing issued ahead and holds its queue to the end.
 //
 // Assumptions (docs/architecture.md, docs/validation.md): a pseudo-channel with work streams
 // at its peak: no row-buffer misses or conflicts, no bank or bank-group timing, no refresh, no
@@ -100,9 +107,14 @@ class FlowMemoryModel final : public MemoryModel {
     Picoseconds engine_time;  // busy time it costs its engine
     uint64_t bytes = 0;
     bool frozen = false;
+    // Draining: the engine has issued all of the part and moved on to the next part of its
+    // queue; the last bytes are still on their way through HBM (no engine-time term).
+    bool draining = false;
+    int64_t release = kNever;  // when its queue's next part may start (remaining = window)
   };
   struct Engine {
     std::vector<IndexList> queues;
+    std::vector<uint32_t> draining;  // per hardware queue: its draining flow, or kNone
     Picoseconds busy;
   };
 
@@ -111,6 +123,10 @@ class FlowMemoryModel final : public MemoryModel {
   void on_done(uint32_t transfer, Picoseconds now);
   void activate(uint32_t flow, Picoseconds now);
   void finish(uint32_t flow, Picoseconds now);
+  void release(uint32_t flow, Picoseconds now);
+  // Whether `flow`, the head of its queue, may let the next part start once no more than a
+  // window of its bytes is left.
+  bool may_release(uint32_t flow) const;
   void advance(Picoseconds now);
   void recompute(Picoseconds now);
   // Adds the pseudo-channel spread of descriptors [first, end) of one side of `t` to

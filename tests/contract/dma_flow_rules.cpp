@@ -123,9 +123,33 @@ TEST_CASE("flow: transfers on one queue of the same engines run one after the ot
   b.add(load(128, 32768, 0));
   b.run();
   const Picoseconds engine = b.plans[0].engine_time;
-  // The second starts when the first's last byte has moved (its round trip holds no engine).
+  // The second starts when the first's last byte has moved (its round trip holds no engine):
+  // an engine-bound part has nothing issued ahead of its engine (the next test: HBM-bound).
   CHECK(near(b.start(1), kStart + engine));
   CHECK(near(b.end(1), kStart + engine + engine + kReadTail, 8));
+}
+
+TEST_CASE("flow: on one queue, an HBM-bound part lets the next start once a window is left",
+          "[contract][dma][flow]") {
+  // The engines run ahead of HBM by their outstanding window (dma_engine_outstanding_chunks x
+  // dma_chunk_bytes, 8 KiB): an engine has issued the last chunk of its part when that much is
+  // left, and starts the next part of the queue while those bytes drain.
+  auto arch = flow_arch();
+  arch.dma_engine_bytes_per_ns = 200;  // 3200 B/ns of engines: the stack binds
+  Bench b(arch);
+  b.add(load(128, 32768, 0));
+  b.add(load(128, 32768, 0));
+  b.run();
+  const double window = 4.0 * 2048.0;
+  REQUIRE(arch.dma_engine_outstanding_chunks * arch.dma_chunk_bytes == window);
+  const double part = static_cast<double>(b.plans[0].bytes) / 16;  // one engine's share
+  const double per_engine = b.hbm_peak_bytes_per_ns() / 16;        // B/ns each, HBM-bound
+  CHECK(near(b.start(1), kStart + trnsim::from_ns((part - window) / per_engine), 16));
+  CHECK(b.start(1) + kReadTail < b.end(0));
+  // HBM moves both at its peak throughout, and completion stays in order.
+  const double both_ns = 2.0 * static_cast<double>(b.plans[0].bytes) / b.hbm_peak_bytes_per_ns();
+  CHECK(near(b.end(1), kStart + trnsim::from_ns(both_ns) + kReadTail, 16));
+  CHECK(b.end(0) < b.end(1));
 }
 
 TEST_CASE("flow: many engines saturate an HBM stack at its peak", "[contract][dma][flow]") {
