@@ -37,7 +37,8 @@
 //     pseudo_channels apart (rows of 16 KiB, say) is held to the few channels it touches, as
 //     in the detailed model, while a contiguous stream reaches the stack's peak.
 // Rates are recomputed only when the set of active flows changes (a transfer becomes ready, a
-// part finishes or drains); in between every flow's remaining bytes fall at its rate. A
+// part finishes or drains) or a queue's lone head gets a part behind it (its drain time is
+// worked out); in between every flow's remaining bytes fall at its rate. A
 // transfer that touches HBM completes hbm_latency_ns + CL (reads; CWL for writes, the larger
 // when both) after its last byte moved: the round trip of its last piece, which holds no engine.
 // Draining: an engine runs ahead of HBM by up to its outstanding window (the detailed engine
@@ -45,8 +46,12 @@
 // part that HBM or the window holds back, not its engine, has no more than a window of bytes
 // left, its engine has issued all of it: the next part of its (engine, hardware queue) starts
 // then, while these last bytes keep their HBM and window terms (not the engine's) until they
-// have moved. One part per (engine, hardware queue) drains at a time. A part bound by its
-// engine's time has nothing issued ahead and holds its queue to the end.
+// have moved. One part per (engine, hardware queue) drains at a time. A part whose engine is
+// saturated (by it or by the engine's other queues) has nothing issued ahead and does not drain;
+// this is asked again at every rate computation. Approximations (docs/validation.md 6.2): a
+// part is taken to have a full window issued whatever its history, the window is counted per
+// queue rather than shared by an engine's queues, and the draining bytes share HBM equally
+// with the next part's where FR-FCFS would mostly serve the older ones first.
 //
 // Assumptions (docs/architecture.md, docs/validation.md): a pseudo-channel with work streams
 // at its peak: no row-buffer misses or conflicts, no bank or bank-group timing, no refresh, no
