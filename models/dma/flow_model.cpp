@@ -236,9 +236,19 @@ void FlowMemoryModel::on_ready(uint32_t id, Picoseconds now) {
         const bool broadcast_read = reads && !plan.transpose &&
                                     t.instruction->src[0]->partition_stride == 0 &&
                                     plan.partitions > 1;
-        const double scale = total > 0 ? flow.hbm_factor / static_cast<double>(total) *
-                                             (broadcast_read ? same_group_factor_ : 1.0)
-                                       : 0.0;
+        // And the detailed engine cuts a part whose runs are shorter than a chunk into chunks of
+        // several runs, whose pieces of one unit coalesce (HbmModel::enqueue): when every
+        // partition reads the same run, a chunk reads it once for all its descriptors.
+        double broadcast = broadcast_read ? same_group_factor_ : 1.0;
+        const uint64_t chunk_bytes = std::max(1u, arch_.dma_chunk_bytes);
+        if (broadcast_read && !writes && plan.runs_per_partition == 1 &&
+            plan.run_bytes < chunk_bytes && plan.run_bytes > 0) {
+          const uint64_t per_chunk = std::min<uint64_t>(chunk_bytes / plan.run_bytes, count);
+          const uint64_t chunks = (count + per_chunk - 1) / per_chunk;
+          broadcast *= static_cast<double>(chunks) / count;
+        }
+        const double scale =
+            total > 0 ? flow.hbm_factor / static_cast<double>(total) * broadcast : 0.0;
         for (uint32_t c = 0; c < channels_; ++c) {
           if (channel_bytes_[c] == 0) continue;
           flow.terms.push_back({first_channel + c, static_cast<double>(channel_bytes_[c]) * scale});

@@ -35,7 +35,10 @@
 //     A flow that reads and writes HBM counts on both sides' channels (its bytes twice, as
 //     hbm_bytes does). So a transfer whose partitions sit a multiple of interleave_bytes x
 //     pseudo_channels apart (rows of 16 KiB, say) is held to the few channels it touches, as
-//     in the detailed model, while a contiguous stream reaches the stack's peak.
+//     in the detailed model, while a contiguous stream reaches the stack's peak. A broadcast
+//     read (partition stride 0) costs its channels the tCCD_L rate of one bank group, and with
+//     runs shorter than a chunk HBM moves each chunk's run once (the detailed engine's chunk
+//     of several runs coalesces their pieces of one unit).
 // Rates are recomputed only when the set of active flows changes (a transfer becomes ready, a
 // part finishes or drains) or a queue's lone head gets a part behind it (its drain time is
 // worked out); in between every flow's remaining bytes fall at its rate. A
