@@ -18,6 +18,7 @@ FlowMemoryModel::FlowMemoryModel(const config::ArchConfig& arch, uint32_t cores,
                     std::max(1u, arch.dma_chunk_bytes)),
       read_tail_(from_ns(arch.hbm_latency_ns + arch.hbm.t_cl)),
       write_tail_(from_ns(arch.hbm_latency_ns + arch.hbm.t_cwl)) {
+  run_units_.assign(channels_, 0);
   // One pseudo-channel's share of the stack peak, bytes per ps.
   const double channel = stack_peak_ / channels_;
   bus_ps_per_byte_ = channel > 0 ? 1.0 / channel : 0.0;
@@ -236,22 +237,34 @@ void FlowMemoryModel::on_ready(uint32_t id, Picoseconds now) {
         const bool broadcast_read = reads && !plan.transpose &&
                                     t.instruction->src[0]->partition_stride == 0 &&
                                     plan.partitions > 1;
+        const double scale = total > 0 ? flow.hbm_factor / static_cast<double>(total) *
+                                             (broadcast_read ? same_group_factor_ : 1.0)
+                                       : 0.0;
         // And the detailed engine cuts a part whose runs are shorter than a chunk into chunks of
         // several runs, whose pieces of one unit coalesce (HbmModel::enqueue): when every
-        // partition reads the same run, a chunk reads it once for all its descriptors.
-        double broadcast = broadcast_read ? same_group_factor_ : 1.0;
+        // partition reads the same run, a chunk reads it once for all its descriptors, on each
+        // channel the run puts one unit on. (Where it puts two, a descriptor's second piece
+        // sits between the first pieces of two descriptors, and nothing coalesces.)
+        double dedup = 1.0;
         const uint64_t chunk_bytes = std::max(1u, arch_.dma_chunk_bytes);
         if (broadcast_read && !writes && plan.runs_per_partition == 1 &&
             plan.run_bytes < chunk_bytes && plan.run_bytes > 0) {
           const uint64_t per_chunk = std::min<uint64_t>(chunk_bytes / plan.run_bytes, count);
           const uint64_t chunks = (count + per_chunk - 1) / per_chunk;
-          broadcast *= static_cast<double>(chunks) / count;
+          dedup = static_cast<double>(chunks) / count;
+          std::fill(run_units_.begin(), run_units_.end(), 0);
+          const uint64_t unit = std::max(1u, arch_.hbm.interleave_bytes);
+          const uint64_t start = run_address(t.instruction->src[0], plan, d0) +
+                                 (t.core % cores_per_stack_) * core_bytes_;
+          for (uint64_t u = start / unit; u <= (start + plan.run_bytes - 1) / unit; ++u) {
+            ++run_units_[hbm_.channel_of_unit(u)];
+          }
         }
-        const double scale =
-            total > 0 ? flow.hbm_factor / static_cast<double>(total) * broadcast : 0.0;
         for (uint32_t c = 0; c < channels_; ++c) {
           if (channel_bytes_[c] == 0) continue;
-          flow.terms.push_back({first_channel + c, static_cast<double>(channel_bytes_[c]) * scale});
+          const double once = dedup != 1.0 && run_units_[c] == 1 ? dedup : 1.0;
+          flow.terms.push_back(
+              {first_channel + c, static_cast<double>(channel_bytes_[c]) * scale * once});
         }
         if (same_spread && cached_count == 0) {
           cached_terms_.assign(flow.terms.begin() + (round_trip > 0 ? 2 : 1), flow.terms.end());

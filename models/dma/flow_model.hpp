@@ -36,9 +36,10 @@
 //     hbm_bytes does). So a transfer whose partitions sit a multiple of interleave_bytes x
 //     pseudo_channels apart (rows of 16 KiB, say) is held to the few channels it touches, as
 //     in the detailed model, while a contiguous stream reaches the stack's peak. A broadcast
-//     read (partition stride 0) costs its channels the tCCD_L rate of one bank group, and with
-//     runs shorter than a chunk HBM moves each chunk's run once (the detailed engine's chunk
-//     of several runs coalesces their pieces of one unit).
+//     read (partition stride 0) costs its channels the tCCD_L rate of one bank group, and when
+//     it reads only HBM, one run per partition shorter than a chunk, HBM moves each chunk's run
+//     once on the channels the run puts one unit on (the detailed engine's chunk of several
+//     runs coalesces their pieces of one unit there).
 // Rates are recomputed only when the set of active flows changes (a transfer becomes ready, a
 // part finishes or drains) or a queue's lone head gets a part behind it (its drain time is
 // worked out); in between every flow's remaining bytes fall at its rate. A
@@ -57,10 +58,11 @@
 // with the next part's where FR-FCFS would mostly serve the older ones first.
 //
 // Assumptions (docs/architecture.md, docs/validation.md): a pseudo-channel with work streams
-// at its peak: no row-buffer misses or conflicts, no bank or bank-group timing, no refresh, no
-// read/write turnaround, no FR-FCFS reordering. HBM counters: read and written bytes and the
-// data-bus busy time (bytes at one pseudo-channel's rate) are kept; row hits, misses, conflicts,
-// refresh stalls and turnarounds are not modelled and stay zero (stats.json leaves them out).
+// at its peak: no row-buffer misses or conflicts, no bank or bank-group timing (but for
+// broadcast reads, above), no refresh, no read/write turnaround, no FR-FCFS reordering. HBM
+// counters: read and written bytes and the data-bus busy time (bytes at one pseudo-channel's rate)
+// are kept; row hits, misses, conflicts, refresh stalls and turnarounds are not modelled and stay
+// zero (stats.json leaves them out).
 //
 // Cost: a few events per transfer (ready, parts finishing, completion) and one rate
 // computation per change of the active set, independent of the bytes moved.
@@ -146,6 +148,7 @@ class FlowMemoryModel final : public MemoryModel {
   uint64_t core_bytes_;  // a core's HBM address space: cores sharing a stack sit side by side
   std::vector<uint64_t> channel_bytes_;  // scratch of spread()
   std::vector<Term> cached_terms_;       // scratch of on_ready(): one part's channel terms
+  std::vector<uint32_t> run_units_;      // scratch of on_ready(): a run's units per channel
   std::vector<double> channel_share_;    // scratch of on_ready()
   double stack_peak_;                    // bytes per ps
   double window_bytes_;                  // an engine's outstanding window: chunks x chunk bytes
