@@ -213,7 +213,6 @@ void FlowMemoryModel::on_ready(uint32_t id, Picoseconds now) {
     flow.hbm_factor = (reads ? 1.0 : 0.0) + (writes ? 1.0 : 0.0);
     flow.rate = 0;
     flow.finish = kNever;
-    flow.draining = false;
     flow.release = kNever;
     flow.terms.clear();
     if (flow.bytes > 0) {
@@ -318,7 +317,7 @@ void FlowMemoryModel::finish(uint32_t f, Picoseconds now) {
   changed_ = true;
   const uint32_t hq = hw_queue(t.queue);
   IndexList& q = engine.queues[hq];
-  if (flow.draining) {
+  if (engine.draining[hq] == f) {
     engine.draining[hq] = kNone;  // the next part started when this one began to drain
   } else {
     // The next part of its (engine, hardware queue) starts.
@@ -342,8 +341,9 @@ bool FlowMemoryModel::may_release(uint32_t f) const {
   const Flow& flow = flows_[f];
   const Engine& engine = engines_[flow.engine];
   const uint32_t hq = hw_queue(book_[flow.transfer].queue);
-  return !flow.draining && flow.hbm_factor > 0 && flow.next != kNone &&
-         engine.draining[hq] == kNone && engine.queues[hq].head == f;
+  // (A draining flow is no longer its queue's head.)
+  return flow.hbm_factor > 0 && flow.next != kNone && engine.draining[hq] == kNone &&
+         engine.queues[hq].head == f;
 }
 
 // The engine has cut the whole part into chunks and issued them: at most a window of its bytes
@@ -355,7 +355,6 @@ void FlowMemoryModel::release(uint32_t f, Picoseconds now) {
   Engine& engine = engines_[flow.engine];
   const uint32_t hq = hw_queue(book_[flow.transfer].queue);
   IndexList& q = engine.queues[hq];
-  flow.draining = true;
   flow.release = kNever;
   if (!flow.terms.empty() && flow.terms.front().constraint == flow.engine) {
     flow.terms.erase(flow.terms.begin());  // its engine-time term

@@ -117,14 +117,14 @@ class FlowMemoryModel final : public MemoryModel {
     Picoseconds engine_time;  // busy time it costs its engine
     uint64_t bytes = 0;
     bool frozen = false;
-    // Draining: the engine has issued all of the part and moved on to the next part of its
-    // queue; the last bytes are still on their way through HBM (no engine-time term).
-    bool draining = false;
     int64_t release = kNever;  // when its queue's next part may start (remaining = window)
   };
   struct Engine {
     std::vector<IndexList> queues;
-    std::vector<uint32_t> draining;  // per hardware queue: its draining flow, or kNone
+    // Per hardware queue: its draining flow, or kNone. A draining flow's engine has issued all
+    // of its part and moved on to the next part of the queue; its last bytes are still on their
+    // way through HBM (it has no engine-time term).
+    std::vector<uint32_t> draining;
     Picoseconds busy;
   };
 
