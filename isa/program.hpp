@@ -6,11 +6,13 @@
 
 #include <array>
 #include <cstdint>
+#include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
-#include "base/large_page_allocator.hpp"
 #include "isa/instruction.hpp"
+#include "isa/instruction_stream.hpp"
 
 namespace trnsim::isa {
 
@@ -64,8 +66,31 @@ struct HostOp {
   uint64_t host_bytes = 0;          // bytes the CPU reads and writes computing the op
 };
 
-// One engine's instructions in order (large ones on huge pages where the system allows).
-using InstructionStream = std::vector<Instruction, base::LargePageAllocator<Instruction>>;
+// A lowering that appends a program's instructions while the run reads them, so that a long
+// program is never held whole (a streamed program; docs/performance.md, "Flat memory"). The
+// readers ask for an instruction before they read it (Program::has), and tell how far they no
+// longer need the stream (passed), so that the blocks behind them can be freed.
+struct Program;
+class StreamFeed {
+ public:
+  virtual ~StreamFeed() = default;
+  // Lowers on, into `program` (the one being read: a Program moves between its lowering and
+  // its run), until engine e's stream holds instruction i or the lowering has ended; returns
+  // whether the stream holds it.
+  virtual bool fill(Program& program, Engine e, size_t i) = 0;
+  // Whether the lowering has ended (every stream is whole, though its start may be freed).
+  virtual bool ended() const = 0;
+  // Rethrows the lowering's error if it failed (a bad instruction, a workload error): the
+  // readers then found the streams ending early.
+  virtual void rethrow_error() const = 0;
+  // Called for every instruction as it is appended, with its engine stream position; throws
+  // for a bad one (the run sets isa::validate_instruction here).
+  std::function<void(const Instruction&, size_t)> check;
+  // Whether the program triggers collectives (known before its instructions are).
+  bool collectives = false;
+  // About how many instructions the lowering will append (for progress), 0: not known.
+  uint64_t expected_instructions = 0;
+};
 
 struct Program {
   std::string name;
@@ -84,6 +109,20 @@ struct Program {
   // instruction).
   std::vector<std::string> sources;
 
+  // Set for a streamed program, whose streams fill while the run reads them (null: whole).
+  std::shared_ptr<StreamFeed> feed;
+
+  // Whether engine e's stream holds instruction i: lowering on to it if the program is streamed.
+  // The run holds its program const; a streamed program's streams still fill and drain while it
+  // is read, through these two only.
+  bool has(Engine e, size_t i) const {
+    return i < stream(e).size() ||
+           (feed != nullptr && feed->fill(const_cast<Program&>(*this), e, i));
+  }
+  // No reader needs engine e's instructions below i any more: a streamed program frees them.
+  void passed(Engine e, size_t i) const {
+    if (feed != nullptr) const_cast<Program&>(*this).stream(e).release_below(i);
+  }
   InstructionStream& stream(Engine e) { return streams[index_of(e)]; }
   const InstructionStream& stream(Engine e) const { return streams[index_of(e)]; }
   uint16_t add_semaphore(std::string name);

@@ -763,14 +763,18 @@ void validate(const Program& program, const config::ArchConfig& arch) {
   const uint64_t dram_bytes = program.dram_bytes();
   for (Engine e : kAllEngines) {
     const auto& stream = program.stream(e);
-    for (size_t i = 0; i < stream.size(); ++i) {
-      if (stream[i].engine != e) {
-        throw ValidationError(fmt::format("{} instruction {} is marked for {}", name_of(e), i,
-                                          name_of(stream[i].engine)));
-      }
-      Checker{program, arch, e, i, stream[i], dram_bytes}.run();
-    }
+    for (size_t i = 0; i < stream.size(); ++i)
+      validate_instruction(program, arch, e, i, stream[i], dram_bytes);
   }
+}
+
+void validate_instruction(const Program& program, const config::ArchConfig& arch, Engine e,
+                          size_t index, const Instruction& in, uint64_t dram_bytes) {
+  if (in.engine != e) {
+    throw ValidationError(
+        fmt::format("{} instruction {} is marked for {}", name_of(e), index, name_of(in.engine)));
+  }
+  Checker{program, arch, e, index, in, dram_bytes}.run();
 }
 
 std::string point_to_point_error(const Instruction& in, uint32_t ranks, int core) {
@@ -860,6 +864,8 @@ void validate_collectives(const Program& program, uint32_t ranks, int core) {
 }
 
 bool has_collectives(const Program& program) {
+  // A streamed program's lowering says so: its instructions are not all there at any time.
+  if (program.feed != nullptr) return program.feed->collectives;
   for (Engine e : kAllEngines) {
     for (const auto& in : program.stream(e)) {
       if (is_collective(in.opcode)) return true;

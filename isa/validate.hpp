@@ -23,6 +23,10 @@ class ValidationError : public std::runtime_error {
 // Throws ValidationError naming the engine, the instruction index in its stream, the operand
 // and the rule that failed.
 void validate(const Program& program, const config::ArchConfig& arch);
+// validate()'s rules for instruction `index` of engine e's stream (a streamed program checks
+// each as it is lowered); `dram_bytes` is program.dram_bytes().
+void validate_instruction(const Program& program, const config::ArchConfig& arch, Engine e,
+                          size_t index, const Instruction& in, uint64_t dram_bytes);
 
 // The rules for one instruction on its engine, against the program's semaphores, queues and
 // HBM tensors; returns an empty string when they hold, else the reason (without a prefix).

@@ -73,6 +73,8 @@ void MemorySystemModule::deliver(uint32_t id) {
   r.engines = t.plan.engines;
   r.descriptors = t.plan.descriptors;
   sink_.on_transfer(r);
+  // Last: the sinks read the instruction above.
+  if (core.in_flight != nullptr) core.in_flight->delivered(r.issuer, r.index);
 }
 
 }  // namespace trnsim::models

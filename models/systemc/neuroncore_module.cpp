@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cassert>
 
 #include "models/neuroncore/cost.hpp"
@@ -24,10 +25,15 @@ EngineModule::EngineModule(sc_core::sc_module_name name, Engine engine, NeuronCo
 }
 
 bool EngineModule::finished() const {
-  return next_ == core_.program.stream(engine_).size();
+  const isa::Program& p = core_.program;
+  return next_ == p.stream(engine_).size() && (p.feed == nullptr || p.feed->ended());
 }
 
 void EngineModule::run() {
+  if (core_.program.feed != nullptr) {
+    run_streamed();
+    return;
+  }
   const auto& stream = core_.program.stream(engine_);
   for (size_t k = 0; k < core_.program.kernel_count(); ++k) {
     while (core_.running_kernel < static_cast<int64_t>(k)) wait(core_.kernel_started);
@@ -37,6 +43,29 @@ void EngineModule::run() {
     ++core_.engines_finished;
     core_.engine_finished.notify(sc_core::SC_ZERO_TIME);
   }
+}
+
+// A streamed program (one kernel): each instruction is asked for as the engine reaches it, and
+// the stream is told every few thousand instructions how far back no one needs it any more:
+// this engine has issued everything below next_, and what it holds beyond that (updates due
+// later, transfers in flight) keeps its instruction.
+void EngineModule::run_streamed() {
+  const isa::Program& program = core_.program;
+  const auto& stream = program.stream(engine_);
+  constexpr size_t kReleaseEvery = 4096;
+  while (core_.running_kernel < 0) wait(core_.kernel_started);
+  for (next_ = 0; program.has(engine_, next_); ++next_) {
+    if (next_ % kReleaseEvery == 0 && next_ > 0) {
+      size_t keep = core_.in_flight.oldest(engine_, next_);
+      if (!pending_update_index_.empty())
+        keep = std::min<size_t>(keep, pending_update_index_.front());
+      program.passed(engine_, keep);
+    }
+    step(stream[next_], 0);
+  }
+  while (!pending_updates_.empty()) wait(updates_drained_);
+  ++core_.engines_finished;
+  core_.engine_finished.notify(sc_core::SC_ZERO_TIME);
 }
 
 void EngineModule::step(const isa::Instruction& in, uint32_t kernel) {
@@ -107,6 +136,7 @@ void EngineModule::step(const isa::Instruction& in, uint32_t kernel) {
     if (core_.port_waiters > 0) core_.ports_released.notify(sc_core::SC_ZERO_TIME);
   }
   if (isa::is_dma(in.opcode)) {
+    if (core_.program.feed != nullptr) core_.in_flight.issued(engine_, r.index);
     core_.memory_system.submit(core_.id, in, plan_transfer(in, core_.arch), r.index);
   } else if (isa::is_collective(in.opcode)) {
     // Its updates fire on every rank when it ends (CollectiveModule), not on this engine.
@@ -130,6 +160,7 @@ void EngineModule::step(const isa::Instruction& in, uint32_t kernel) {
     }
   } else {
     pending_updates_.emplace_back(results, &in);
+    if (core_.program.feed != nullptr) pending_update_index_.push_back(r.index);
     update_pending_.notify(sc_core::SC_ZERO_TIME);
   }
   r.end = now();
@@ -147,6 +178,7 @@ void EngineModule::writeback() {
       core_.semaphores.apply(u, static_cast<int8_t>(index_of(engine_)));
     }
     pending_updates_.pop_front();
+    if (!pending_update_index_.empty()) pending_update_index_.pop_front();
     if (pending_updates_.empty()) updates_drained_.notify(sc_core::SC_ZERO_TIME);
   }
 }
@@ -205,7 +237,8 @@ NeuronCore::NeuronCore(sc_core::sc_module_name name, uint32_t id_, const isa::Pr
       semaphores(program_.semaphores.size()),
       host(host_),
       collectives(collectives_) {
-  memory_system.attach(CoreEndpoints{&program, 0, &semaphores, memory});
+  memory_system.attach(CoreEndpoints{&program, 0, &semaphores, memory,
+                                     program.feed != nullptr ? &in_flight : nullptr});
   if (collectives != nullptr) collectives->attach(id, &semaphores, memory);
   for (Engine e : kAllEngines) {
     engines.push_back(std::make_unique<EngineModule>(std::string(key_of(e)).c_str(), e, *this));

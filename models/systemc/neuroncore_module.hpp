@@ -44,6 +44,7 @@ class EngineModule : public sc_core::sc_module {
 
  private:
   void run();
+  void run_streamed();
   void step(const isa::Instruction& in, uint32_t kernel);
   void writeback();
 
@@ -61,6 +62,7 @@ class EngineModule : public sc_core::sc_module {
   // Semaphore updates waiting for their instruction's results, in issue order (one engine's
   // result latency is the same for all its instructions, so they are due in order).
   std::deque<std::pair<Picoseconds, const isa::Instruction*>> pending_updates_;
+  std::deque<uint32_t> pending_update_index_;  // a streamed program's: their stream positions
   sc_core::sc_event update_pending_, updates_drained_;
 };
 
@@ -91,6 +93,7 @@ class NeuronCore : public sc_core::sc_module {
   // The kernel the engines may run (-1: none yet) and how many engines finished their part.
   int64_t running_kernel = -1;
   uint32_t engines_finished = 0;
+  InFlightTriggers in_flight;  // a streamed program's DMA triggers still in flight
   sc_core::sc_event kernel_started;
   sc_core::sc_event engine_finished;
 

@@ -330,8 +330,9 @@ void ReportWriter::on_instruction(const models::InstructionRecord& r) {
          static_cast<uint8_t>(ReportEventKind::port_wait), engine});
   }
   add({r.start.value, (r.end - r.start).value, models::instruction_flops(in),
-       static_cast<uint32_t>(r.cycles.value), opcode_name_[static_cast<size_t>(in.opcode)], r.index,
-       lane, static_cast<uint8_t>(ReportEventKind::instruction), engine});
+       static_cast<uint32_t>(r.cycles.value), opcode_name_[static_cast<size_t>(in.opcode)],
+       streamed() ? label_now(program_of(r.core), in) : r.index, lane,
+       static_cast<uint8_t>(ReportEventKind::instruction), engine});
   if (in.source != 0 && in.source <= program_.sources.size()) {
     if (source_ps_.empty()) {
       source_ps_.assign(program_.sources.size(), {});
@@ -379,7 +380,8 @@ json ReportWriter::sources_json() const {
 void ReportWriter::on_transfer(const models::TransferRecord& r) {
   const isa::Instruction& in = program_of(r.core).stream(r.issuer)[r.index];
   add({r.start.value, (r.end - r.start).value, r.bytes, r.engines,
-       opcode_name_[static_cast<size_t>(in.opcode)], r.index,
+       opcode_name_[static_cast<size_t>(in.opcode)],
+       streamed() ? label_now(program_of(r.core), in) : r.index,
        static_cast<uint16_t>(lanes_.queue(static_cast<uint32_t>(r.core), r.queue)),
        static_cast<uint8_t>(ReportEventKind::transfer), static_cast<uint8_t>(index_of(r.issuer))});
   if (in.source != 0 && in.source <= program_.sources.size()) {
@@ -480,6 +482,24 @@ std::string ReportWriter::run_json(const json& stats, const std::string& out_dir
   return script_json(with_sources);
 }
 
+uint32_t ReportWriter::label_now(const isa::Program& program, const isa::Instruction& in) {
+  // As close() does for a whole program (an instruction traced from Python shows its
+  // file:line where it has no label), in the order the records come.
+  const std::string& l = in.label.empty() ? program.source_of(in) : in.label;
+  if (l.empty()) return kNoLabel;
+  const auto it = streamed_label_ids_.find(l);
+  if (it != streamed_label_ids_.end()) return it->second;
+  if (streamed_label_bytes_ + l.size() > kMaxLabelBytes) {
+    streamed_labels_cut_ = true;
+    return kNoLabel;
+  }
+  streamed_label_bytes_ += l.size();
+  const auto id = static_cast<uint32_t>(streamed_labels_.size());
+  streamed_labels_.push_back(l);
+  streamed_label_ids_.emplace(l, id);
+  return id;
+}
+
 void ReportWriter::close(const json& stats, const std::string& out_dir) {
   if (!write_error_.empty()) throw OutputError(file_.path() + ": " + write_error_);
   // A label id per stream position: labels are the program's (a run executes every
@@ -491,7 +511,11 @@ void ReportWriter::close(const json& stats, const std::string& out_dir) {
   std::vector<std::array<std::vector<uint32_t>, kEngineCount>> label_of(programs);
   size_t label_bytes = 0;
   bool labels_cut = false;
-  for (size_t c = 0; c < programs; ++c) {
+  if (streamed()) {
+    for (const std::string& l : streamed_labels_) labels.push_back(l);
+    labels_cut = streamed_labels_cut_;
+  }
+  for (size_t c = 0; c < programs && !streamed(); ++c) {
     const isa::Program& program = program_of(static_cast<int>(c));
     for (Engine e : kAllEngines) {
       const auto& stream = program.stream(e);
@@ -535,7 +559,7 @@ void ReportWriter::close(const json& stats, const std::string& out_dir) {
           r.kind == static_cast<uint8_t>(ReportEventKind::transfer)) {
         size_t core = 0;
         while (programs > 1 && core + 1 < programs && r.lane >= lanes_.kernels(core + 1)) ++core;
-        label = label_of[core][r.engine][r.index];
+        label = streamed() ? r.index : label_of[core][r.engine][r.index];
       }
       put(label);
     });

@@ -87,6 +87,14 @@ class ReportWriter : public models::EventSink {
 
   void add(const Record& r);
   void spill();
+  // A streamed program's instructions are gone by close(): their label ids are taken as their
+  // records arrive, and the records carry them (in `index`).
+  uint32_t label_now(const isa::Program& program, const isa::Instruction& in);
+  bool streamed() const { return program_.feed != nullptr && core_programs_.empty(); }
+  std::vector<std::string> streamed_labels_;
+  std::unordered_map<std::string, uint32_t> streamed_label_ids_;
+  size_t streamed_label_bytes_ = 0;
+  bool streamed_labels_cut_ = false;
   uint32_t name_id(const std::string& name);
   // Reads every record back, in order, calling `f` on each (throws OutputError).
   template <typename F>

@@ -83,40 +83,44 @@ void append_json_string(TraceText& out, std::string_view s) {
 
 }  // namespace
 
+void SbufRanges::add(const isa::AccessPattern& ap) {
+  if (!ap.present() || ap.memory != isa::Memory::sbuf) return;
+  const auto size = static_cast<int64_t>(isa::size_of(ap.dtype));
+  int64_t begin = static_cast<int64_t>(ap.offset) + ap.min_element_offset() * size;
+  int64_t end = static_cast<int64_t>(ap.offset) + ap.max_element_offset_exclusive() * size;
+  auto it = ranges_.upper_bound(begin);
+  if (it != ranges_.begin()) {
+    const auto prev = std::prev(it);
+    // Already covered (the common case: tiles reuse their buffers): nothing to merge, and
+    // no erase and insert of the same range.
+    if (prev->second >= end) return;
+    if (prev->second >= begin) it = prev;
+  }
+  while (it != ranges_.end() && it->first <= end) {
+    begin = std::min(begin, it->first);
+    end = std::max(end, it->second);
+    it = ranges_.erase(it);
+  }
+  ranges_.emplace(begin, end);
+}
+
+void SbufRanges::add_operands(const isa::Instruction& in) {
+  isa::for_each_operand(in, [&](const isa::AccessPattern& ap, bool) { add(ap); });
+}
+
+uint64_t SbufRanges::bytes() const {
+  uint64_t bytes = 0;
+  for (const auto& [begin, end] : ranges_) bytes += static_cast<uint64_t>(end - begin);
+  return bytes;
+}
+
 uint64_t sbuf_bytes_per_partition(const isa::Program& program, size_t kernel) {
-  // Disjoint [begin, end) byte ranges, merged as they are added: tiles reuse a few buffers,
-  // so the set stays small however long the kernel.
-  std::map<int64_t, int64_t> ranges;
-  auto add = [&](const isa::AccessPattern& ap) {
-    if (!ap.present() || ap.memory != isa::Memory::sbuf) return;
-    const auto size = static_cast<int64_t>(isa::size_of(ap.dtype));
-    int64_t begin = static_cast<int64_t>(ap.offset) + ap.min_element_offset() * size;
-    int64_t end = static_cast<int64_t>(ap.offset) + ap.max_element_offset_exclusive() * size;
-    auto it = ranges.upper_bound(begin);
-    if (it != ranges.begin()) {
-      const auto prev = std::prev(it);
-      // Already covered (the common case: tiles reuse their buffers): nothing to merge, and
-      // no erase and insert of the same range.
-      if (prev->second >= end) return;
-      if (prev->second >= begin) it = prev;
-    }
-    while (it != ranges.end() && it->first <= end) {
-      begin = std::min(begin, it->first);
-      end = std::max(end, it->second);
-      it = ranges.erase(it);
-    }
-    ranges.emplace(begin, end);
-  };
+  SbufRanges ranges;
   for (Engine e : kAllEngines) {
     const auto [first, last] = program.kernel_range(kernel, e);
-    for (uint32_t i = first; i < last; ++i) {
-      isa::for_each_operand(program.stream(e)[i],
-                            [&](const isa::AccessPattern& ap, bool) { add(ap); });
-    }
+    for (uint32_t i = first; i < last; ++i) ranges.add_operands(program.stream(e)[i]);
   }
-  uint64_t bytes = 0;
-  for (const auto& [begin, end] : ranges) bytes += static_cast<uint64_t>(end - begin);
-  return bytes;
+  return ranges.bytes();
 }
 
 Picoseconds to_whole_ns(Picoseconds t) {
@@ -212,7 +216,9 @@ TraceWriter::TraceWriter(const std::string& path, const isa::Program& program,
       }
     }
   }
-  for (size_t k = 0; k < program.kernel_count(); ++k) {
+  // A streamed program's instructions come as it runs: its one kernel's SBUF is gathered from
+  // them (on_instruction) and known when the kernel ends (on_kernel), where it is used.
+  for (size_t k = 0; k < program.kernel_count() && program.feed == nullptr; ++k) {
     sbuf_kib_.push_back(static_cast<double>(sbuf_bytes_per_partition(program, k)) / 1024.0);
   }
   for (size_t l = 0; l < lanes_.size(); ++l) {
@@ -306,6 +312,7 @@ void TraceWriter::append_pattern(TraceText& out, const isa::AccessPattern& ap) {
 
 void TraceWriter::on_instruction(const models::InstructionRecord& r) {
   const isa::Instruction& in = program_of(r.core).stream(r.engine)[r.index];
+  if (program_.feed != nullptr) streamed_sbuf_.add_operands(in);
   const int lane = engine_lane(r.engine);
   const int kCorePid = core_pid(static_cast<uint32_t>(r.core));
   const auto core = static_cast<uint32_t>(r.core);
@@ -718,6 +725,9 @@ void TraceWriter::spill(CounterLane& lane) {
 void TraceWriter::on_kernel(const models::KernelRecord& r) {
   const int pid = core_pid(static_cast<uint32_t>(r.core));
   const auto core = static_cast<uint32_t>(r.core);
+  if (program_.feed != nullptr && sbuf_kib_.empty()) {
+    sbuf_kib_.push_back(static_cast<double>(streamed_sbuf_.bytes()) / 1024.0);
+  }
   if (r.kernel < sbuf_kib_.size() && sbuf_kib_[r.kernel] > 0) {
     add_step(core, Counter::sbuf_in_use, r.start.value, sbuf_kib_[r.kernel]);
     add_step(core, Counter::sbuf_in_use, r.end.value, -sbuf_kib_[r.kernel]);

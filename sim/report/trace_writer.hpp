@@ -37,6 +37,17 @@ enum class TraceFormat : uint8_t {
   json,      // trace.json: Chrome trace-event JSON (the default)
   perfetto,  // trace.pftrace: Perfetto's protobuf trace (TracePacket / TrackEvent)
 };
+// The SBUF bytes per partition that operands touch: disjoint [begin, end) ranges, merged as
+// they are added (tiles reuse a few buffers, so the set stays small however long the kernel).
+class SbufRanges {
+ public:
+  void add(const isa::AccessPattern& ap);
+  void add_operands(const isa::Instruction& in);
+  uint64_t bytes() const;
+
+ private:
+  std::map<int64_t, int64_t> ranges_;
+};
 
 class TraceWriter : public models::EventSink {
  public:
@@ -182,6 +193,7 @@ class TraceWriter : public models::EventSink {
   uint64_t next_flow_id_ = uint64_t{1} << 32;
   std::map<uint32_t, int64_t> launch_end_;  // when the host's launch of each kernel ended
   std::vector<double> sbuf_kib_;            // per kernel: SBUF in use, KiB per partition
+  SbufRanges streamed_sbuf_;                // a streamed program's, gathered as it runs
 
   TraceFilter filter_;
   std::array<bool, kEngineCount> keep_engine_{};

@@ -222,7 +222,8 @@ void add_data_files(const std::string& path, const isa::Assembly& a, workloads::
 }  // namespace
 
 LoadedWorkload load_workload_file(const std::string& path, const std::string& arch_name,
-                                  const std::vector<std::string>& sets, bool functional) {
+                                  const std::vector<std::string>& sets, bool functional,
+                                  bool streamed) {
   // Overrides are checked before the file is read: a bad --set fails before anything runs.
   config::ArchConfig arch = configured_arch(arch_name.empty() ? "trn2" : arch_name, sets);
   const std::string text = read_input_file(path);
@@ -253,6 +254,7 @@ LoadedWorkload load_workload_file(const std::string& path, const std::string& ar
   }
   if (is_program_set(text)) return load_program_set(path, text, arch_name, sets, functional);
   workloads::Workload w = workloads::parse_workload(text, path);
+  w.streamed = streamed && w.cores == 1;
   workloads::LoweredKernel k = workloads::lower(w, arch, functional);
   return {std::move(w), std::move(k), arch, {}, {}};
 }

@@ -175,7 +175,8 @@ RunOutcome execute_run(const RunOptions& o, LoadedWorkload* given, const HostDat
     const TraceFilter trace_filter = parse_trace_filter(o.trace_filter);
     LoadedWorkload in = given != nullptr
                             ? std::move(*given)
-                            : load_workload_file(o.workload, o.arch, o.sets, !o.timing_only);
+                            : load_workload_file(o.workload, o.arch, o.sets, !o.timing_only,
+                                                 o.core_programs.empty());
     for (const std::string& path : o.core_programs) {
       in.core_programs.push_back(load_workload_file(path, o.arch, o.sets, false).kernel.program);
     }
@@ -239,7 +240,20 @@ RunOutcome execute_run(const RunOptions& o, LoadedWorkload* given, const HostDat
       }
     }
 
-    spdlog::info("{}: the program is valid for {} and cannot deadlock", o.workload, arch.name);
+    if (k.program.feed != nullptr) {
+      // A streamed program: each instruction is checked as it is lowered (a bad one stops the
+      // run, with no outputs); a deadlock shows in the run itself, with what each engine waits
+      // for, instead of before it.
+      const isa::Program& p = k.program;
+      const uint64_t dram_bytes = p.dram_bytes();
+      k.program.feed->check = [&p, &arch, dram_bytes](const isa::Instruction& in, size_t index) {
+        isa::validate_instruction(p, arch, in.engine, index, in, dram_bytes);
+      };
+      spdlog::info("{}: the program is streamed: each instruction is checked as it is lowered",
+                   o.workload);
+    } else {
+      spdlog::info("{}: the program is valid for {} and cannot deadlock", o.workload, arch.name);
+    }
     check_trace_filter(trace_filter, TraceWriter::lane_names(k.program, arch));
     progress.set_phase("preparing");
 
@@ -291,7 +305,8 @@ RunOutcome execute_run(const RunOptions& o, LoadedWorkload* given, const HostDat
     Fanout sink(sinks);
     const auto t_sim = std::chrono::steady_clock::now();
     const double cpu_sim = cpu_seconds();
-    uint64_t instructions = k.program.instruction_count() * cores;
+    uint64_t instructions = k.program.feed != nullptr ? k.program.feed->expected_instructions
+                                                      : k.program.instruction_count() * cores;
     if (!programs.empty()) {
       instructions = 0;
       for (const isa::Program* p : programs) instructions += p->instruction_count();
@@ -300,6 +315,7 @@ RunOutcome execute_run(const RunOptions& o, LoadedWorkload* given, const HostDat
     const models::SimulationResult result =
         programs.empty() ? models::simulate(k.program, arch, memory_ptrs, sink, w.chips)
                          : models::simulate(programs, arch, memory_ptrs, sink, w.chips);
+    if (k.program.feed != nullptr) k.program.feed->rethrow_error();
     const double sim_seconds = seconds_since(t_sim);
     const double sim_cpu = cpu_seconds() - cpu_sim;
     progress.set_phase("checking and writing outputs");
@@ -422,6 +438,8 @@ RunOutcome execute_run(const RunOptions& o, LoadedWorkload* given, const HostDat
     out.exit_code =
         report.check.status == workloads::CheckResult::Status::fail ? kCheckFailed : kSuccess;
     return out;
+  } catch (const isa::ValidationError& e) {  // a streamed program's instruction
+    spdlog::error("{}: the program is invalid: {}", o.workload, e.what());
   } catch (const workloads::WorkloadError& e) {
     spdlog::error("{}", e.what());
   } catch (const isa::AssemblyError& e) {

@@ -31,8 +31,9 @@ TEST_CASE("a program's instruction streams copy and move with the large-page all
   trnsim::isa::Program p;
   trnsim::isa::Instruction in;
   in.label = "x";
-  const size_t n = kLargePageMinBytes / sizeof(in) + 1;
-  p.stream(trnsim::Engine::vector).assign(n, in);
+  // Past the fixed blocks' size, whose blocks are large-page mappings of their own.
+  const size_t n = trnsim::isa::InstructionStream::kBlock + 1;
+  for (size_t i = 0; i < n; ++i) p.stream(trnsim::Engine::vector).push_back(in);
   trnsim::isa::Program copy = p;
   CHECK(copy.stream(trnsim::Engine::vector).size() == n);
   CHECK(copy.stream(trnsim::Engine::vector).back().label == "x");

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "workloads/kernels/instruction_builder.hpp"
+#include "workloads/kernels/thread_feed.hpp"
 
 namespace trnsim::workloads {
 
@@ -75,13 +76,11 @@ LoweredKernel lower_engine_stream(const Workload& w, const config::ArchConfig& a
   const isa::AccessPattern x_tile = isa::sbuf_ap(dt, 0, parts, x_sbuf, {{1, n}});
   const isa::AccessPattern y_tile = isa::sbuf_ap(dt, 0, parts, y_sbuf, {{1, n}});
 
-  auto& sync = p.stream(Engine::sync);
-  sync.push_back(
-      dma_copy(q_in, x_tile, isa::hbm_ap(dt, x_addr, parts, elements, {{1, n}}), "load x"));
+  Instruction load =
+      dma_copy(q_in, x_tile, isa::hbm_ap(dt, x_addr, parts, elements, {{1, n}}), "load x");
   Instruction store =
       dma_copy(q_out, isa::hbm_ap(dt, y_addr, parts, elements, {{1, n}}), y_tile, "store y");
   store.waits.push_back(isa::SemaphoreWait{done, 1});
-  sync.push_back(store);
 
   // y = 2x - 1, unlabelled.
   const Instruction step = c.engine == Engine::scalar
@@ -89,16 +88,35 @@ LoweredKernel lower_engine_stream(const Workload& w, const config::ArchConfig& a
                                             y_tile, x_tile, 2.0f, -1.0f, "")
                                : tensor_scalar(c.engine, y_tile, x_tile, isa::AluOp::multiply, 2.0f,
                                                isa::AluOp::add, -1.0f, "");
-  auto& stream = p.stream(c.engine);
-  stream.reserve(c.instructions);
-  for (uint64_t i = 0; i < c.instructions; ++i) {
-    stream.push_back(step);
-    if (i == 0) {
-      stream.back().waits.push_back(
-          isa::SemaphoreWait{p.queues[q_in].semaphore, arch.dma_engines_for(parts)});
+  const int64_t loaded = arch.dma_engines_for(parts);
+  const uint16_t loaded_semaphore = p.queues[q_in].semaphore;
+  // Every instruction is whole when it is appended (a streamed run may read it at once).
+  auto lower = [=, engine = c.engine, instructions = c.instructions](auto&& append, auto&& end_of) {
+    for (Engine e : kAllEngines) {
+      if (e != engine && e != Engine::sync) end_of(e);
     }
+    append(load);
+    append(store);
+    end_of(Engine::sync);
+    for (uint64_t i = 0; i < instructions; ++i) {
+      if (i == 0 || i + 1 == instructions) {
+        Instruction in = step;
+        if (i == 0) in.waits.push_back(isa::SemaphoreWait{loaded_semaphore, loaded});
+        if (i + 1 == instructions) in.updates.push_back(isa::SemaphoreUpdate{done});
+        append(std::move(in));
+      } else {
+        append(step);
+      }
+    }
+  };
+  if (w.streamed) {
+    p.feed = std::make_shared<ThreadFeed>([lower](ThreadFeed& feed) {
+      lower([&](Instruction in) { feed.append(std::move(in)); }, [&](Engine e) { feed.end_of(e); });
+    });
+    p.feed->expected_instructions = c.instructions + 2;
+  } else {
+    lower([&](const Instruction& in) { p.stream(in.engine).push_back(in); }, [](Engine) {});
   }
-  stream.back().updates.push_back(isa::SemaphoreUpdate{done});
 
   k.choices = {{"engine", std::string(key_of(c.engine))},
                {"instructions", c.instructions},

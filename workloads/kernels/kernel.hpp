@@ -47,6 +47,9 @@ struct Workload {
   nlohmann::json params = nlohmann::json::object();  // the lowering's choices, checked there
   // The graph form (kernel "graph", variant = its mode); null for the kernel form.
   std::shared_ptr<const Graph> graph;
+  // Whether the lowering may stream the program (isa::StreamFeed): set by a run that reads it
+  // as it comes (trnsim's run on one core). Lowerings that cannot stream ignore it.
+  bool streamed = false;
 };
 
 using base::closest_name;
