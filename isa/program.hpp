@@ -110,6 +110,7 @@ struct Program {
   std::vector<std::string> sources;
 
   // Set for a streamed program, whose streams fill while the run reads them (null: whole).
+  // Copies share it: copy a streamed program only once its lowering has ended.
   std::shared_ptr<StreamFeed> feed;
 
   // Whether engine e's stream holds instruction i: lowering on to it if the program is streamed.
