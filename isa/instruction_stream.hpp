@@ -12,6 +12,7 @@
 #include <memory>
 #include <new>
 #include <stdexcept>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -41,7 +42,8 @@ class InstructionStream {
     using reference = Value&;
     Iterator() = default;
     Iterator(Stream* s, size_t i) : s_(s), i_(i) {}
-    template <typename S, typename V>
+    template <typename S, typename V, typename W = Value,
+              typename = std::enable_if_t<std::is_const_v<W>>>
     Iterator(const Iterator<S, V>& o) : s_(o.stream()), i_(o.index()) {}  // NOLINT: to const
     reference operator*() const { return (*s_)[i_]; }
     pointer operator->() const { return &(*s_)[i_]; }
@@ -94,7 +96,12 @@ class InstructionStream {
   using size_type = size_t;
 
   InstructionStream() = default;
-  InstructionStream(const InstructionStream& o) { append(o.begin(), o.end()); }
+  // A copy of a stream whose start was freed has the same indices and the same start freed.
+  InstructionStream(const InstructionStream& o) {
+    blocks_.assign(block_of(o.released_), nullptr);
+    size_ = released_ = o.released_;
+    append(o.begin(), o.end());
+  }
   InstructionStream(InstructionStream&& o) noexcept { swap(o); }
   InstructionStream& operator=(const InstructionStream& o) {
     if (this != &o) {
@@ -133,9 +140,10 @@ class InstructionStream {
   Instruction& back() { return (*this)[size_ - 1]; }
   const Instruction& back() const { return (*this)[size_ - 1]; }
 
-  iterator begin() { return {this, 0}; }
+  // From the first instruction not freed (0 unless a streamed program freed its start).
+  iterator begin() { return {this, released_}; }
   iterator end() { return {this, size_}; }
-  const_iterator begin() const { return {this, 0}; }
+  const_iterator begin() const { return {this, released_}; }
   const_iterator end() const { return {this, size_}; }
   const_iterator cbegin() const { return begin(); }
   const_iterator cend() const { return end(); }
@@ -143,7 +151,8 @@ class InstructionStream {
   template <typename... Args>
   Instruction& emplace_back(Args&&... args) {
     const size_t b = block_of(size_);
-    if (b == blocks_.size()) blocks_.push_back(allocate_block(b));
+    if (b == blocks_.size()) blocks_.push_back(nullptr);  // room first: a failure leaks no block
+    if (blocks_[b] == nullptr) blocks_[b] = allocate_block(b);
     Instruction* at = &blocks_[b][offset_of(size_)];
     new (at) Instruction(std::forward<Args>(args)...);
     ++size_;

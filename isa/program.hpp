@@ -69,7 +69,8 @@ struct HostOp {
 // A lowering that appends a program's instructions while the run reads them, so that a long
 // program is never held whole (a streamed program; docs/performance.md, "Flat memory"). The
 // readers ask for an instruction before they read it (Program::has), and tell how far they no
-// longer need the stream (passed), so that the blocks behind them can be freed.
+// longer need the stream (passed), so that the blocks behind them can be freed. A streamed
+// program is one kernel (Program::kernels empty) on one core.
 struct Program;
 class StreamFeed {
  public:

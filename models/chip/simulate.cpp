@@ -56,7 +56,8 @@ SimulationResult simulate(const std::vector<const isa::Program*>& programs,
   }
   // Only a program with collectives has the rendezvous: no cost for the others.
   std::unique_ptr<CollectiveModule> collectives;
-  if (collective_instructions > 0) {
+  // A streamed program's instructions are not there yet: its lowering says.
+  if (collective_instructions > 0 || (program.feed != nullptr && program.feed->collectives)) {
     collectives = std::make_unique<CollectiveModule>("collectives", arch, cores, chips, sink);
     collectives->attach_memory(memory_module);
   }

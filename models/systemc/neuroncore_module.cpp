@@ -25,8 +25,9 @@ EngineModule::EngineModule(sc_core::sc_module_name name, Engine engine, NeuronCo
 }
 
 bool EngineModule::finished() const {
-  const isa::Program& p = core_.program;
-  return next_ == p.stream(engine_).size() && (p.feed == nullptr || p.feed->ended());
+  // A streamed program's stream may end for this engine while the lowering goes on.
+  if (core_.program.feed != nullptr) return streamed_done_;
+  return next_ == core_.program.stream(engine_).size();
 }
 
 void EngineModule::run() {
@@ -51,6 +52,7 @@ void EngineModule::run() {
 // later, transfers in flight) keeps its instruction.
 void EngineModule::run_streamed() {
   const isa::Program& program = core_.program;
+  assert(program.kernels.empty());  // a streamed program is one kernel (isa::StreamFeed)
   const auto& stream = program.stream(engine_);
   constexpr size_t kReleaseEvery = 4096;
   while (core_.running_kernel < 0) wait(core_.kernel_started);
@@ -63,6 +65,7 @@ void EngineModule::run_streamed() {
     }
     step(stream[next_], 0);
   }
+  streamed_done_ = true;
   while (!pending_updates_.empty()) wait(updates_drained_);
   ++core_.engines_finished;
   core_.engine_finished.notify(sc_core::SC_ZERO_TIME);
@@ -250,7 +253,12 @@ std::string NeuronCore::deadlock_report() const {
   std::string out;
   for (const auto& eng : engines) {
     if (eng->finished()) continue;
-    const auto& in = program.stream(eng->engine())[eng->next()];
+    const auto& stream = program.stream(eng->engine());
+    if (eng->next() >= stream.size() || eng->next() < stream.released()) {
+      out += fmt::format("  {} stopped at instruction {}\n", name_of(eng->engine()), eng->next());
+      continue;
+    }
+    const auto& in = stream[eng->next()];
     out += fmt::format("  {} stopped at instruction {} ({}{})", name_of(eng->engine()), eng->next(),
                        isa::name_of(in.opcode),
                        in.label.empty() ? "" : fmt::format(" '{}'", in.label));

@@ -55,6 +55,7 @@ class EngineModule : public sc_core::sc_module {
   const bool pipelined_;
   ProducerTracker producers_;
   size_t next_ = 0;
+  bool streamed_done_ = false;  // a streamed program: the stream ended for this engine
   const isa::SemaphoreWait* blocked_ = nullptr;
   // When the results of the last kProducerWindow instructions are committed, by stream position.
   std::array<Picoseconds, kProducerWindow> results_{};

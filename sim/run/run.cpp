@@ -195,8 +195,10 @@ RunOutcome execute_run(const RunOptions& o, LoadedWorkload* given, const HostDat
       spdlog::info(
           "{}: loaded and lowered in {:.3f} s: {} kernel(s), {} instructions ({}), {} DMA "
           "queue(s), {} semaphore(s); arch {}, {} core(s), {}",
-          o.workload, load_seconds, k.program.kernel_count(), k.program.instruction_count(),
-          streams, k.program.queues.size(), k.program.semaphores.size(), arch.name, w.cores,
+          o.workload, load_seconds, k.program.kernel_count(),
+          k.program.feed != nullptr ? "streamed" : std::to_string(k.program.instruction_count()),
+          k.program.feed != nullptr ? "lowered as the run reads them" : streams,
+          k.program.queues.size(), k.program.semaphores.size(), arch.name, w.cores,
           o.timing_only ? "timing only" : "functional (tensor data and the check)");
     }
     // SPMD over a logical core: core c runs programs[c]; empty: every core runs k.program.
@@ -315,7 +317,15 @@ RunOutcome execute_run(const RunOptions& o, LoadedWorkload* given, const HostDat
     const models::SimulationResult result =
         programs.empty() ? models::simulate(k.program, arch, memory_ptrs, sink, w.chips)
                          : models::simulate(programs, arch, memory_ptrs, sink, w.chips);
-    if (k.program.feed != nullptr) k.program.feed->rethrow_error();
+    if (k.program.feed != nullptr) {
+      // A streamed program's lowering failed part way (a bad instruction): no outputs.
+      try {
+        k.program.feed->rethrow_error();
+      } catch (...) {
+        fresh_out.remove_if_empty = true;
+        throw;
+      }
+    }
     const double sim_seconds = seconds_since(t_sim);
     const double sim_cpu = cpu_seconds() - cpu_sim;
     progress.set_phase("checking and writing outputs");

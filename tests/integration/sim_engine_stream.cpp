@@ -9,6 +9,8 @@
 #include "models/chip/simulate.hpp"
 #include "models/neuroncore/cost.hpp"
 #include "sim_support.hpp"
+#include "workloads/kernels/instruction_builder.hpp"
+#include "workloads/kernels/thread_feed.hpp"
 #include "workloads/lowering.hpp"
 
 using namespace trnsim;
@@ -74,12 +76,12 @@ workloads::LoweredKernel lowered_streamed(uint64_t instructions, bool streamed, 
 
 }  // namespace
 
-TEST_CASE("engine_stream streamed runs as the whole program does and frees what it passed") {
+TEST_CASE("engine_stream streamed runs back to back at the cost formula and frees what it passed") {
   const config::ArchConfig arch = config::trn2();
   // Three fixed blocks and more: the first ones are freed while the run goes on.
   const uint64_t n = 3 * isa::InstructionStream::kBlock + 10;
   const auto whole = lowered_streamed(n, false, false);
-  const auto streamed = lowered_streamed(n, true, false);
+  auto streamed = lowered_streamed(n, true, false);  // not const: it fills as it is read
   REQUIRE(whole.program.feed == nullptr);
   REQUIRE(streamed.program.feed != nullptr);
   CHECK(streamed.program.instruction_count() == 0);  // lowered as the run reads it
@@ -106,10 +108,36 @@ TEST_CASE("engine_stream streamed runs as the whole program does and frees what 
 
 TEST_CASE("engine_stream streamed computes y = 2x - 1 and passes the check") {
   const config::ArchConfig arch = config::trn2();
-  const auto k = lowered_streamed(100, true, true);
+  auto k = lowered_streamed(100, true, true);  // not const: it fills as it is read
   isa::MemoryImage memory(arch, k.program.dram_bytes());
   workloads::load_inputs(k, memory);
   trnsim_test::Recorder rec;
   REQUIRE(models::simulate(k.program, arch, &memory, rec).completed);
   CHECK(workloads::check_outputs(k, memory).status == workloads::CheckResult::Status::pass);
+}
+
+TEST_CASE("a streamed program that deadlocks is reported with what each engine waits for") {
+  // VectorE's first instruction waits for a semaphore nothing raises; the lowering is left part
+  // way, and the engines it said were done have finished.
+  isa::Program p;
+  const uint16_t never = p.add_semaphore("never");
+  const isa::AccessPattern tile = isa::sbuf_ap(isa::DType::bf16, 0, 128, 0, {{1, 64}});
+  p.feed = std::make_shared<workloads::ThreadFeed>([never, tile](workloads::ThreadFeed& feed) {
+    for (Engine e : kAllEngines) {
+      if (e != Engine::vector) feed.end_of(e);
+    }
+    for (int i = 0; i < 3 * static_cast<int>(workloads::ThreadFeed::kAhead); ++i) {
+      isa::Instruction in =
+          workloads::tensor_scalar(Engine::vector, tile, tile, isa::AluOp::multiply, 2.0f, "step");
+      if (i == 0) in.waits.push_back(isa::SemaphoreWait{never, 1});
+      feed.append(std::move(in));
+    }
+  });
+  trnsim_test::Recorder rec;
+  const models::SimulationResult r = models::simulate(p, config::trn2(), nullptr, rec);
+  CHECK_FALSE(r.completed);
+  CHECK_FALSE(p.feed->ended());
+  CHECK_THAT(r.deadlock, Catch::Matchers::Contains("VectorE stopped at instruction 0") &&
+                             Catch::Matchers::Contains("never"));
+  CHECK_THAT(r.deadlock, !Catch::Matchers::Contains("TensorE"));  // its stream ended: finished
 }

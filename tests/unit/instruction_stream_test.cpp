@@ -2,6 +2,7 @@
 // streamed program frees behind its readers.
 #include <catch2/catch.hpp>
 
+#include <stdexcept>
 #include <string>
 
 #include "isa/instruction_stream.hpp"
@@ -64,11 +65,23 @@ TEST_CASE("an instruction stream frees the whole blocks below the point readers 
         "instruction number " + std::to_string(InstructionStream::kBlock));
   s.release_below(10);  // behind what is already freed: nothing
   CHECK(s.released() == InstructionStream::kBlock);
-  // A freed fixed block is reused for the next one: the stream grows on.
+  // A freed fixed block is reused for the next one: the stream grows on, into it.
   s.release_below(2 * InstructionStream::kBlock);
   fill(s, n + InstructionStream::kBlock + 1);
-  CHECK(s[n + InstructionStream::kBlock].label ==
-        "instruction number " + std::to_string(n + InstructionStream::kBlock));
+  bool all = true;
+  for (size_t i = n; i <= n + InstructionStream::kBlock; ++i) {
+    all = all && s[i].label == "instruction number " + std::to_string(i);
+  }
+  CHECK(all);
+  // Iteration, copies and checked reads start where the stream is not freed.
+  CHECK(s.begin().index() == 2 * InstructionStream::kBlock);
+  const InstructionStream copy = s;
+  CHECK(copy.size() == s.size());
+  CHECK(copy.released() == s.released());
+  CHECK(copy[n].label == s[n].label);
+  CHECK_THROWS_AS(s.at(0), std::out_of_range);
+  CHECK_THROWS_AS(s.at(s.size()), std::out_of_range);
+  CHECK(s.at(n).label == "instruction number " + std::to_string(n));
   s.clear();
   CHECK(s.empty());
   CHECK(s.released() == 0);
