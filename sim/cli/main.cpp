@@ -38,7 +38,7 @@ namespace {
 constexpr const char* kUsage =
     "usage: trnsim WORKLOAD.json|PROGRAM.tasm [--arch PRESET|FILE] [--out DIR] [--timing-only]\n"
     "              [--no-report] [--set NAME=VALUE]... [--progress|--no-progress] [-v]\n"
-    "              [--trace-format json|perfetto|none] [--trace-filter SPEC]\n"
+    "              [--trace-format json|perfetto|none] [--trace-filter SPEC] [--stream-from N]\n"
     "       trnsim run KERNEL.py [--kernel NAME] [--input NAME=SHAPE[:DTYPE]|NAME=FILE.npy]...\n"
     "              [--grid G] [--lnc 1|2]  an NKI kernel (docs/nki.md)\n"
     "       trnsim asm PROGRAM.tasm [-o OUT.json]   assemble (adds synchronization)\n"
@@ -88,6 +88,18 @@ CLI::Validator not_empty(const char* expected) {
       [expected](std::string& value) {
         return value.empty() ? std::string("expected ") + expected + ", got an empty string"
                              : std::string();
+      },
+      "");
+}
+// A count: digits only (a plain conversion to an unsigned type would take "-5" as 2^64 - 5).
+CLI::Validator count_of(const char* what) {
+  return CLI::Validator(
+      [what](std::string& value) {
+        const bool digits = !value.empty() && value.size() <= 19 &&
+                            value.find_first_not_of("0123456789") == std::string::npos;
+        return digits ? std::string()
+                      : std::string("expected a count of ") + what + " (up to 19 digits), got '" +
+                            value + "'";
       },
       "");
 }
@@ -462,6 +474,12 @@ int sc_main(int argc, char* argv[]) {
                  "Perfetto's protobuf trace: smaller and faster to write) or none")
       ->capture_default_str()
       ->check(CLI::IsMember({"json", "perfetto", "none"}));
+  app.add_option("--stream-from", o.stream_from,
+                 "lower a program of this many instructions or more while it runs, and free it "
+                 "behind the run, so that memory stays flat (engine_stream and matmul on one "
+                 "core; 0: every such program). Same cycle counts and outputs either way")
+      ->capture_default_str()
+      ->check(count_of("instructions"));
   bool progress = false, no_progress = false;
   auto* progress_flag =
       app.add_flag("--progress", progress,

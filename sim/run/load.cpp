@@ -223,7 +223,7 @@ void add_data_files(const std::string& path, const isa::Assembly& a, workloads::
 
 LoadedWorkload load_workload_file(const std::string& path, const std::string& arch_name,
                                   const std::vector<std::string>& sets, bool functional,
-                                  bool streamed) {
+                                  uint64_t stream_from) {
   // Overrides are checked before the file is read: a bad --set fails before anything runs.
   config::ArchConfig arch = configured_arch(arch_name.empty() ? "trn2" : arch_name, sets);
   const std::string text = read_input_file(path);
@@ -254,7 +254,7 @@ LoadedWorkload load_workload_file(const std::string& path, const std::string& ar
   }
   if (is_program_set(text)) return load_program_set(path, text, arch_name, sets, functional);
   workloads::Workload w = workloads::parse_workload(text, path);
-  w.streamed = streamed && w.cores == 1;
+  w.stream_from = w.cores == 1 ? stream_from : workloads::kNeverStreamed;
   workloads::LoweredKernel k = workloads::lower(w, arch, functional);
   return {std::move(w), std::move(k), arch, {}, {}};
 }

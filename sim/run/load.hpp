@@ -31,11 +31,12 @@ struct LoadedWorkload {
 
 // Loads and lowers `path`: a workload, a program, or a program set (`{"programs": [FILE, ...]}`:
 // one program per core, each with its own HBM). `arch_name` empty means: the file's `.arch`,
-// else trn2. `streamed`: the caller reads the program as it comes (Workload::streamed). Throws
-// InputError, workloads::WorkloadError or isa::AssemblyError for bad input.
+// else trn2. `stream_from`: the caller reads the program as it comes, and a program of that
+// many instructions or more is streamed (Workload::stream_from). Throws InputError,
+// workloads::WorkloadError or isa::AssemblyError for bad input.
 LoadedWorkload load_workload_file(const std::string& path, const std::string& arch_name,
                                   const std::vector<std::string>& sets, bool functional,
-                                  bool streamed = false);
+                                  uint64_t stream_from = workloads::kNeverStreamed);
 
 // The preset `name`, or the arch file `name` (a path: it has a slash, ends in .json or exists;
 // docs/sweeps.md gives the format), with the "name=value" overrides applied, and where each

@@ -173,10 +173,11 @@ RunOutcome execute_run(const RunOptions& o, LoadedWorkload* given, const HostDat
   progress.set_phase("loading and lowering");
   try {
     const TraceFilter trace_filter = parse_trace_filter(o.trace_filter);
-    LoadedWorkload in = given != nullptr
-                            ? std::move(*given)
-                            : load_workload_file(o.workload, o.arch, o.sets, !o.timing_only,
-                                                 o.core_programs.empty());
+    LoadedWorkload in =
+        given != nullptr ? std::move(*given)
+                         : load_workload_file(
+                               o.workload, o.arch, o.sets, !o.timing_only,
+                               o.core_programs.empty() ? o.stream_from : workloads::kNeverStreamed);
     for (const std::string& path : o.core_programs) {
       in.core_programs.push_back(load_workload_file(path, o.arch, o.sets, false).kernel.program);
     }

@@ -70,7 +70,7 @@ workloads::LoweredKernel lowered_streamed(uint64_t instructions, bool streamed, 
       R"({"kernel": "engine_stream", "shape": [128, 64], "engine": "vector", "instructions": )" +
           std::to_string(instructions) + "}",
       "s.json");
-  w.streamed = streamed;
+  w.stream_from = streamed ? 0 : workloads::kNeverStreamed;
   return workloads::lower(w, config::trn2(), functional);
 }
 

@@ -109,7 +109,7 @@ LoweredKernel lower_engine_stream(const Workload& w, const config::ArchConfig& a
       }
     }
   };
-  if (w.streamed) {
+  if (c.instructions + 2 >= w.stream_from) {
     p.feed = std::make_shared<ThreadFeed>([lower](ThreadFeed& feed) {
       lower([&](Instruction in) { feed.append(std::move(in)); }, [&](Engine e) { feed.end_of(e); });
     });

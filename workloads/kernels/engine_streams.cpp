@@ -4,8 +4,10 @@
 
 #include <algorithm>
 #include <new>
+#include <stdexcept>
 
 #include "workloads/kernels/kernel.hpp"
+#include "workloads/kernels/thread_feed.hpp"
 
 namespace trnsim::workloads {
 
@@ -24,10 +26,36 @@ void Completions::add(const Completions& other) {
   for (const auto& c : other.items_) add(c);
 }
 
+void WaitedFor::seal() {
+  before_.assign(words_.size(), 0);
+  int64_t n = 0;
+  for (size_t w = 0; w < words_.size(); ++w) {
+    before_[w] = n;
+    n += __builtin_popcountll(words_[w]);
+  }
+}
+
+int64_t WaitedFor::rank(uint64_t n) const {
+  const uint64_t w = n / 64, bit = n % 64;
+  // Bits 0..bit of the word (bit 0 of word 0, number 0, is never set).
+  const uint64_t mask = bit == 63 ? ~uint64_t{0} : (uint64_t{1} << (bit + 1)) - 1;
+  return before_[w] + __builtin_popcountll(words_[w] & mask);
+}
+
 EngineStreams::EngineStreams(isa::Program& program, const config::ArchConfig& arch,
-                             std::string file)
-    : program_(program), arch_(arch), file_(std::move(file)) {
+                             std::string file, Mode mode)
+    : program_(program), arch_(arch), file_(std::move(file)), mode_(mode) {
   engine_semaphore_.fill(-1);
+}
+
+EngineStreams::EngineStreams(isa::Program& program, const config::ArchConfig& arch,
+                             std::string file, Replay replay)
+    : program_(program), arch_(arch), file_(std::move(file)), replay_(std::move(replay)) {
+  engine_semaphore_ = replay_.numbering->engine_semaphore;
+  queue_total_.resize(program_.queues.size(), 0);
+  for (Engine e : kAllEngines) {
+    if (replay_.numbering->instructions[index_of(e)] == 0) replay_.end_of(e);
+  }
 }
 
 uint16_t EngineStreams::add_queue(const std::string& name) {
@@ -37,6 +65,7 @@ uint16_t EngineStreams::add_queue(const std::string& name) {
 }
 
 void EngineStreams::reserve(Engine engine, uint64_t n) {
+  if (mode_ != Mode::store || replay_.numbering) return;  // nothing is kept in the program
   auto& stream = program_.stream(engine);
   const uint64_t want = stream.size() + std::min<uint64_t>(n, arch_.max_instructions);
   try {
@@ -55,15 +84,17 @@ Completion EngineStreams::emit(isa::Instruction in, const Completions& after) {
   const int e = index_of(in.engine);
   auto& known = known_[e];
   known.resize(program_.semaphores.size(), 0);
+  const bool replaying = replay_.numbering != nullptr;
   for (const Completion& c : after.items()) {
     // The engine's own instructions complete in stream order.
     if (static_cast<int32_t>(c.semaphore) == engine_semaphore_[e]) continue;
     if (known[c.semaphore] >= c.value) continue;
     known[c.semaphore] = c.value;
     in.waits.push_back(isa::SemaphoreWait{c.semaphore, c.value});
+    if (replaying) continue;  // the counting pass found what is waited for
     for (int x = 0; x < kEngineCount; ++x) {
       if (static_cast<int32_t>(c.semaphore) == engine_semaphore_[x]) {
-        waited_for_[x][static_cast<size_t>(c.value)] = true;
+        waited_for_[x].set(static_cast<uint64_t>(c.value));
       }
     }
   }
@@ -75,45 +106,75 @@ Completion EngineStreams::emit(isa::Instruction in, const Completions& after) {
   } else {
     if (engine_semaphore_[e] < 0) {
       engine_semaphore_[e] = program_.add_semaphore(fmt::format("{}_done", key_of(in.engine)));
-      waited_for_[e].assign(1, false);  // numbers start at 1
     }
     done = Completion{static_cast<uint16_t>(engine_semaphore_[e]), ++signalled_[e]};
-    waited_for_[e].push_back(false);
+    if (!replaying) waited_for_[e].push_back();
   }
-  program_.stream(in.engine).push_back(std::move(in));
+  ++per_engine_[e];
+  if (replaying) {
+    const StreamNumbering& numbering = *replay_.numbering;
+    const Engine engine = in.engine;
+    finalize(in, e, isa::is_dma(in.opcode) ? 0 : signalled_[e], numbering.waited_for);
+    replay_.append(std::move(in));
+    if (per_engine_[e] == numbering.instructions[e]) replay_.end_of(engine);
+  } else if (mode_ == Mode::store) {
+    program_.stream(in.engine).push_back(std::move(in));
+  }
   return done;
 }
 
-void EngineStreams::finish() {
-  // Final number of each provisional number: how many waited-for instructions up to it.
-  std::array<std::vector<int64_t>, kEngineCount> renumber;
-  for (int e = 0; e < kEngineCount; ++e) {
-    renumber[e].assign(waited_for_[e].size(), 0);
-    int64_t n = 0;
-    for (size_t i = 1; i < waited_for_[e].size(); ++i) {
-      if (waited_for_[e][i]) ++n;
-      renumber[e][i] = n;
+void EngineStreams::finalize(isa::Instruction& in, int e, int64_t n,
+                             const std::array<WaitedFor, kEngineCount>& waited_for) const {
+  if (n > 0 && waited_for[e][static_cast<uint64_t>(n)]) {
+    in.updates.push_back(isa::SemaphoreUpdate{static_cast<uint16_t>(engine_semaphore_[e])});
+  }
+  for (auto& w : in.waits) {
+    for (int x = 0; x < kEngineCount; ++x) {
+      if (static_cast<int32_t>(w.semaphore) == engine_semaphore_[x]) {
+        w.value = waited_for[x].rank(static_cast<uint64_t>(w.value));
+      }
     }
   }
+}
+
+void EngineStreams::finish(std::function<void(EngineStreams&)> emit_again) {
+  if (replay_.numbering) return;
+  if (mode_ == Mode::count) {
+    if (!emit_again)
+      throw std::logic_error("EngineStreams::finish: a counting pass needs its replay");
+    program_.feed = std::make_shared<ThreadFeed>([emit_again = std::move(emit_again),
+                                                  counted = numbering(), meta = program_,
+                                                  arch = arch_, file = file_](ThreadFeed& feed) {
+      isa::Program program = meta;  // the semaphores and queues; no instructions
+      EngineStreams replay(program, arch, file,
+                           Replay{counted, [&](isa::Instruction in) { feed.append(std::move(in)); },
+                                  [&](Engine e) { feed.end_of(e); }});
+      emit_again(replay);
+    });
+    program_.feed->expected_instructions = instructions_;
+    return;
+  }
+  for (auto& w : waited_for_) w.seal();
   for (Engine engine : kAllEngines) {
     const int e = index_of(engine);
     int64_t provisional = 0;
     for (auto& in : program_.stream(engine)) {
-      if (!isa::is_dma(in.opcode)) {
-        ++provisional;
-        if (waited_for_[e][static_cast<size_t>(provisional)]) {
-          in.updates.push_back(isa::SemaphoreUpdate{static_cast<uint16_t>(engine_semaphore_[e])});
-        }
-      }
-      for (auto& w : in.waits) {
-        for (int x = 0; x < kEngineCount; ++x) {
-          if (static_cast<int32_t>(w.semaphore) == engine_semaphore_[x]) {
-            w.value = renumber[x][static_cast<size_t>(w.value)];
-          }
-        }
-      }
+      finalize(in, e, isa::is_dma(in.opcode) ? 0 : ++provisional, waited_for_);
     }
   }
+}
+
+std::shared_ptr<const StreamNumbering> EngineStreams::numbering() {
+  auto n = std::make_shared<StreamNumbering>();
+  for (int e = 0; e < kEngineCount; ++e) {
+    waited_for_[e].seal();
+    n->waited_for[e] = std::move(waited_for_[e]);
+    waited_for_[e] = WaitedFor();
+  }
+  n->engine_semaphore = engine_semaphore_;
+  n->instructions = per_engine_;
+  n->total = instructions_;
+  return n;
 }
 
 }  // namespace trnsim::workloads

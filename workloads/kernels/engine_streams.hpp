@@ -11,10 +11,18 @@
 //     already waited for that semaphore to reach as much (a wait met by a late update costs
 //     the engine the semaphore's wake latency, pipeline.semaphore_*_ns);
 //   - finish() keeps updates only on the instructions someone waits for, and renumbers.
+// A streamed program (isa::StreamFeed) cannot wait for finish(): its instructions are read
+// while later ones are lowered. Its lowering runs twice. The first pass counts (Mode::count:
+// it keeps no instruction, only which are waited for and how many each engine has); the
+// second (a Replay) writes each instruction final as it is emitted, with the same updates and
+// numbers finish() would give, and says when an engine's stream has ended. Both passes emit
+// the same instructions in the same order, so a streamed program equals the whole one.
 #pragma once
 
 #include <array>
 #include <cstdint>
+#include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -68,11 +76,58 @@ class RegionAccesses {
   Completions reads_;
 };
 
+// Which of an engine's signalling instructions are waited for, by provisional number (from
+// 1), and each one's final number: how many waited-for ones there are up to it. One bit per
+// instruction and a count per 64, so that a pass over millions of instructions stays small.
+class WaitedFor {
+ public:
+  WaitedFor() { push_back(); }  // number 0: nothing
+  void push_back() {
+    if (size_ % 64 == 0) words_.push_back(0);
+    ++size_;
+  }
+  void set(uint64_t n) { words_[n / 64] |= uint64_t{1} << (n % 64); }
+  bool operator[](uint64_t n) const { return (words_[n / 64] >> (n % 64) & 1) != 0; }
+  // Call after the last set(): rank() needs the counts before each word.
+  void seal();
+  // How many of 1..n are waited for: n's final number.
+  int64_t rank(uint64_t n) const;
+
+ private:
+  uint64_t size_ = 0;
+  std::vector<uint64_t> words_;
+  std::vector<int64_t> before_;  // set bits in the words before each
+};
+
+// What a counting pass found, for the pass that streams (EngineStreams::Replay).
+struct StreamNumbering {
+  std::array<WaitedFor, kEngineCount> waited_for;
+  std::array<int32_t, kEngineCount> engine_semaphore{};  // -1: the engine signals nothing
+  std::array<uint64_t, kEngineCount> instructions{};     // each engine's stream, DMA included
+  uint64_t total = 0;
+};
+
 class EngineStreams {
  public:
+  enum class Mode {
+    store,  // into the program's streams; finish() then puts the updates in and renumbers
+    count,  // keep nothing: a first pass for a streamed program (numbering())
+  };
+  // A second pass that hands each instruction on final, as it is emitted.
+  struct Replay {
+    std::shared_ptr<const StreamNumbering> numbering;
+    std::function<void(isa::Instruction)> append;
+    std::function<void(Engine)> end_of;  // the engine's stream has ended
+  };
+
   // Instructions beyond arch.max_instructions are refused with a WorkloadError naming
   // `file` /shape.
-  EngineStreams(isa::Program& program, const config::ArchConfig& arch, std::string file);
+  EngineStreams(isa::Program& program, const config::ArchConfig& arch, std::string file,
+                Mode mode = Mode::store);
+  // `program` holds the semaphores and queues the counting pass left (no instructions are
+  // added to it). Engines that have no instructions are ended at once.
+  EngineStreams(isa::Program& program, const config::ArchConfig& arch, std::string file,
+                Replay replay);
 
   // Adds a DMA queue (and its semaphore) to the program.
   uint16_t add_queue(const std::string& name);
@@ -90,20 +145,34 @@ class EngineStreams {
   // costs address space, not memory (a large stream is its own mapping, LargePageAllocator).
   void reserve(Engine engine, uint64_t n);
 
-  // Puts semaphore updates on the instructions that are waited for, and numbers the waits
-  // accordingly. Call once, after the last emit().
-  void finish();
+  // Call once, after the last emit(). Mode::store: puts semaphore updates on the instructions
+  // that are waited for, and numbers the waits accordingly. Mode::count: makes the program
+  // streamed; its feed (ThreadFeed) runs `emit_again` on a Replay as the run reads the program.
+  // `emit_again` must emit the very instructions of this pass, in the same order, and own
+  // everything it uses (it runs after the lowering has returned).
+  void finish(std::function<void(EngineStreams&)> emit_again = nullptr);
 
  private:
+  // Mode::count, after the last emit(): what the streaming pass needs.
+  std::shared_ptr<const StreamNumbering> numbering();
+
+  // An update on `in` if it is waited for (provisional number n on engine e), and the waits'
+  // final numbers.
+  void finalize(isa::Instruction& in, int e, int64_t n,
+                const std::array<WaitedFor, kEngineCount>& waited_for) const;
+
   isa::Program& program_;
   const config::ArchConfig& arch_;
   std::string file_;
+  Mode mode_ = Mode::store;
+  Replay replay_;  // set for a streaming pass
   uint64_t instructions_ = 0;
+  std::array<uint64_t, kEngineCount> per_engine_{};
   std::array<int32_t, kEngineCount> engine_semaphore_;
   // Provisional numbering: the n-th non-DMA instruction of an engine completes as n.
   std::array<int64_t, kEngineCount> signalled_{};
-  std::array<std::vector<bool>, kEngineCount> waited_for_;  // by provisional number
-  std::vector<int64_t> queue_total_;                        // by queue
+  std::array<WaitedFor, kEngineCount> waited_for_;  // by provisional number
+  std::vector<int64_t> queue_total_;                // by queue
   // known_[engine][semaphore]: the value the engine has already waited for.
   std::array<std::vector<int64_t>, kEngineCount> known_;
 };

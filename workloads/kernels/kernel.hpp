@@ -4,6 +4,7 @@
 // plain struct of named, bounded parameters per kernel, so that an autotuner can search them).
 #pragma once
 
+#include <cstdint>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <stdexcept>
@@ -26,6 +27,13 @@ class WorkloadError : public std::runtime_error {
   WorkloadError(const std::string& file, const std::string& where, const std::string& what);
 };
 
+// Workload::stream_from: never, and trnsim's default (--stream-from): a program of a million
+// instructions or more is streamed. Held whole, a million take about 300 MB; streamed, a
+// matmul runs about 1.3x slower (its lowering runs twice; docs/performance.md), so smaller
+// programs are held whole.
+inline constexpr uint64_t kNeverStreamed = UINT64_MAX;
+inline constexpr uint64_t kStreamFromDefault = 1000000;
+
 struct Workload {
   std::string file;               // as given, for messages
   std::string name;               // "name" in the file, or the file's stem
@@ -47,9 +55,11 @@ struct Workload {
   nlohmann::json params = nlohmann::json::object();  // the lowering's choices, checked there
   // The graph form (kernel "graph", variant = its mode); null for the kernel form.
   std::shared_ptr<const Graph> graph;
-  // Whether the lowering may stream the program (isa::StreamFeed): set by a run that reads it
-  // as it comes (trnsim's run on one core). Lowerings that cannot stream ignore it.
-  bool streamed = false;
+  // A lowering that can stream its program (isa::StreamFeed: lowered while the run reads it,
+  // and freed behind it) does so when the program comes to at least this many instructions.
+  // Set by a run that reads the program as it comes (trnsim's run on one core, --stream-from);
+  // kNeverStreamed otherwise. Lowerings that cannot stream ignore it.
+  uint64_t stream_from = kNeverStreamed;
 };
 
 using base::closest_name;

@@ -405,16 +405,19 @@ LoweredKernel lower_matmul(const Workload& w, const config::ArchConfig& arch, bo
     throw WorkloadError(w.file, "/options",
                         "batched and b_layout \"nk\" matmuls run inside graphs only");
   }
-  HbmMatrix a = c.a_transposed
-                    ? HbmMatrix{"a_t", p.add_dram_tensor("a_t", dt, {K, M}).address, K, M}
-                    : HbmMatrix{"a", p.add_dram_tensor("a", dt, {B * M, K}).address, M, K};
-  HbmMatrix b = c.b_transposed
-                    ? HbmMatrix{"b_t", p.add_dram_tensor("b_t", dt, {BB * N, K}).address, N, K}
-                    : HbmMatrix{"b", p.add_dram_tensor("b", dt, {BB * K, N}).address, K, N};
-  HbmMatrix cm{"c", p.add_dram_tensor("c", dt, {B * M, N}).address, M, N};
-  const uint64_t a_first = a.address, b_first = b.address, c_first = cm.address;
+  const HbmMatrix a_hbm =
+      c.a_transposed ? HbmMatrix{"a_t", p.add_dram_tensor("a_t", dt, {K, M}).address, K, M}
+                     : HbmMatrix{"a", p.add_dram_tensor("a", dt, {B * M, K}).address, M, K};
+  const HbmMatrix b_hbm =
+      c.b_transposed ? HbmMatrix{"b_t", p.add_dram_tensor("b_t", dt, {BB * N, K}).address, N, K}
+                     : HbmMatrix{"b", p.add_dram_tensor("b", dt, {BB * K, N}).address, K, N};
+  const HbmMatrix c_hbm{"c", p.add_dram_tensor("c", dt, {B * M, N}).address, M, N};
 
-  EngineStreams streams(p, arch, w.file);
+  // A program of stream_from instructions or more is streamed: lowered once to count (what
+  // EngineStreams needs to write each instruction final), then again while the run reads it.
+  const bool streamed = estimate >= static_cast<double>(w.stream_from);
+  EngineStreams streams(p, arch, w.file,
+                        streamed ? EngineStreams::Mode::count : EngineStreams::Mode::store);
   // The streams' sizes, from the counts above (upper bounds for the engines that share `rest`).
   const auto per_batch = [&](double n) {
     return static_cast<uint64_t>(n * static_cast<double>(B));
@@ -423,230 +426,238 @@ LoweredKernel lower_matmul(const Workload& w, const config::ArchConfig& arch, bo
   streams.reserve(Engine::sync, per_batch(loads + rest));
   streams.reserve(Engine::scalar, per_batch(rest));
   streams.reserve(Engine::vector, per_batch(rest));
-  TileOps ops(streams, arch, dt);
   const uint16_t q_a = streams.add_queue("q_load_a");
   const uint16_t q_b = streams.add_queue("q_load_b");
   const uint16_t q_store_act = streams.add_queue("q_store_act");
   const uint16_t q_store_dve = streams.add_queue("q_store_dve");
-  auto store_queue = [&](Engine e) { return e == Engine::scalar ? q_store_act : q_store_dve; };
 
-  SbufAllocator sb;
-  SbufRing a_bufs(sb, plan.a_bufs, plan.a_bytes);
-  SbufRing b_bufs(sb, plan.b_bufs, plan.b_bytes);
-  SbufRing out_bufs(sb, plan.out_bufs, plan.out_bytes);
-  const uint64_t acc_base = plan.acc_bytes > 0 ? sb.take(plan.acc_bytes) : 0;
-  PsumBanks banks(arch, c.psum_bufs);
+  // Emits the whole kernel into `streams`; returns the bytes its DMAs read from HBM. Everything
+  // it needs is its own (a copy), so that a streamed program can run it again later.
+  const auto emit_all = [=](EngineStreams& streams) -> uint64_t {
+    TileOps ops(streams, arch, dt);
+    auto store_queue = [&](Engine e) { return e == Engine::scalar ? q_store_act : q_store_dve; };
+    HbmMatrix a = a_hbm, b = b_hbm, cm = c_hbm;
 
-  auto load_a = [&](OnChipTile& slot, int64_t k0, int64_t kc, int64_t m0, int64_t mc) {
-    const Completion done = c.a_transposed
-                                ? ops.load(q_a, a, k0, kc, m0, mc, t.k, slot.offset, plan.a_stride,
-                                           slot.access.before_write())
-                                : ops.load_transposed(q_a, a, k0, kc, m0, mc, t.k, slot.offset,
-                                                      plan.a_stride, slot.access.before_write());
-    slot.access.wrote(done);
-  };
-  auto load_b = [&](OnChipTile& slot, int64_t k0, int64_t kc, int64_t n0, int64_t nc) {
-    slot.access.wrote(c.b_transposed
-                          ? ops.load_transposed(q_b, b, k0, kc, n0, nc, t.k, slot.offset,
-                                                plan.b_stride, slot.access.before_write())
-                          : ops.load(q_b, b, k0, kc, n0, nc, t.k, slot.offset, plan.b_stride,
-                                     slot.access.before_write()));
-  };
-  // One DMA per 128-row tile of K (and, for A in strategies 2 and 3, per tile_m columns), as the
-  // tutorial's loops issue them; all into one buffer, waiting once for its previous readers.
-  auto load_tiles_a = [&](OnChipTile& slot, int64_t m0b, int64_t bmr, int64_t cols) {
-    const Completions free = slot.access.before_write();
-    Completions done;
-    for (int64_t c0 = 0; c0 < bmr; c0 += cols) {
-      for (int64_t k0 = 0; k0 < K; k0 += t.k) {
-        const int64_t kc = std::min<int64_t>(t.k, K - k0), mc = std::min(cols, bmr - c0);
-        const uint64_t at = slot.offset + ((k0 / t.k) * plan.a_stride + c0) * es;
-        done.add(
-            c.a_transposed
-                ? ops.load(q_a, a, k0, kc, m0b + c0, mc, t.k, at, plan.a_stride, free)
-                : ops.load_transposed(q_a, a, k0, kc, m0b + c0, mc, t.k, at, plan.a_stride, free));
+    SbufAllocator sb;
+    SbufRing a_bufs(sb, plan.a_bufs, plan.a_bytes);
+    SbufRing b_bufs(sb, plan.b_bufs, plan.b_bytes);
+    SbufRing out_bufs(sb, plan.out_bufs, plan.out_bytes);
+    const uint64_t acc_base = plan.acc_bytes > 0 ? sb.take(plan.acc_bytes) : 0;
+    PsumBanks banks(arch, c.psum_bufs);
+
+    auto load_a = [&](OnChipTile& slot, int64_t k0, int64_t kc, int64_t m0, int64_t mc) {
+      const Completion done = c.a_transposed
+                                  ? ops.load(q_a, a, k0, kc, m0, mc, t.k, slot.offset,
+                                             plan.a_stride, slot.access.before_write())
+                                  : ops.load_transposed(q_a, a, k0, kc, m0, mc, t.k, slot.offset,
+                                                        plan.a_stride, slot.access.before_write());
+      slot.access.wrote(done);
+    };
+    auto load_b = [&](OnChipTile& slot, int64_t k0, int64_t kc, int64_t n0, int64_t nc) {
+      slot.access.wrote(c.b_transposed
+                            ? ops.load_transposed(q_b, b, k0, kc, n0, nc, t.k, slot.offset,
+                                                  plan.b_stride, slot.access.before_write())
+                            : ops.load(q_b, b, k0, kc, n0, nc, t.k, slot.offset, plan.b_stride,
+                                       slot.access.before_write()));
+    };
+    // One DMA per 128-row tile of K (and, for A in strategies 2 and 3, per tile_m columns), as the
+    // tutorial's loops issue them; all into one buffer, waiting once for its previous readers.
+    auto load_tiles_a = [&](OnChipTile& slot, int64_t m0b, int64_t bmr, int64_t cols) {
+      const Completions free = slot.access.before_write();
+      Completions done;
+      for (int64_t c0 = 0; c0 < bmr; c0 += cols) {
+        for (int64_t k0 = 0; k0 < K; k0 += t.k) {
+          const int64_t kc = std::min<int64_t>(t.k, K - k0), mc = std::min(cols, bmr - c0);
+          const uint64_t at = slot.offset + ((k0 / t.k) * plan.a_stride + c0) * es;
+          done.add(c.a_transposed
+                       ? ops.load(q_a, a, k0, kc, m0b + c0, mc, t.k, at, plan.a_stride, free)
+                       : ops.load_transposed(q_a, a, k0, kc, m0b + c0, mc, t.k, at, plan.a_stride,
+                                             free));
+        }
       }
-    }
-    slot.access.wrote(done);
-  };
-  auto load_tiles_a_block = [&](OnChipTile& slot, int64_t k0b, int64_t bkr, int64_t m0b,
-                                int64_t bmr) {
-    const Completions free = slot.access.before_write();
-    Completions done;
-    for (int64_t k0 = 0; k0 < bkr; k0 += t.k) {
-      const int64_t kc = std::min<int64_t>(t.k, bkr - k0);
-      const uint64_t at = slot.offset + (k0 / t.k) * plan.a_stride * es;
-      done.add(
-          c.a_transposed
-              ? ops.load(q_a, a, k0b + k0, kc, m0b, bmr, t.k, at, plan.a_stride, free)
-              : ops.load_transposed(q_a, a, k0b + k0, kc, m0b, bmr, t.k, at, plan.a_stride, free));
-    }
-    slot.access.wrote(done);
-  };
-  auto load_tiles_b = [&](OnChipTile& slot, int64_t k0b, int64_t bkr, int64_t n0b, int64_t bnr,
-                          int64_t cols) {
-    const Completions free = slot.access.before_write();
-    Completions done;
-    for (int64_t c0 = 0; c0 < bnr; c0 += cols) {
+      slot.access.wrote(done);
+    };
+    auto load_tiles_a_block = [&](OnChipTile& slot, int64_t k0b, int64_t bkr, int64_t m0b,
+                                  int64_t bmr) {
+      const Completions free = slot.access.before_write();
+      Completions done;
       for (int64_t k0 = 0; k0 < bkr; k0 += t.k) {
-        const int64_t kc = std::min<int64_t>(t.k, bkr - k0), nc = std::min(cols, bnr - c0);
-        const uint64_t at = slot.offset + ((k0 / t.k) * plan.b_stride + c0) * es;
-        done.add(c.b_transposed
-                     ? ops.load_transposed(q_b, b, k0b + k0, kc, n0b + c0, nc, t.k, at,
-                                           plan.b_stride, free)
-                     : ops.load(q_b, b, k0b + k0, kc, n0b + c0, nc, t.k, at, plan.b_stride, free));
+        const int64_t kc = std::min<int64_t>(t.k, bkr - k0);
+        const uint64_t at = slot.offset + (k0 / t.k) * plan.a_stride * es;
+        done.add(c.a_transposed
+                     ? ops.load(q_a, a, k0b + k0, kc, m0b, bmr, t.k, at, plan.a_stride, free)
+                     : ops.load_transposed(q_a, a, k0b + k0, kc, m0b, bmr, t.k, at, plan.a_stride,
+                                           free));
       }
-    }
-    slot.access.wrote(done);
-  };
-  // One accumulation group: the tile_m x tile_n tile (i, j) of the blocks in `as` and `bs`
-  // over `depth` rows of K from k0, in the next PSUM bank, which it returns written.
-  auto accumulate_group = [&](OnChipTile& as, OnChipTile& bs, int64_t i, int64_t j, int64_t m0,
-                              uint32_t mr, int64_t n0, uint32_t nr, int64_t k0,
-                              int64_t depth) -> OnChipTile& {
-    OnChipTile& bank = banks.next();
-    Completion last;
-    for (int64_t kt = 0; kt * t.k < depth; ++kt) {
-      const auto kr = static_cast<uint32_t>(std::min<int64_t>(t.k, depth - kt * t.k));
-      Completions after = as.access.before_read() + bs.access.before_read();
-      if (kt == 0) after.add(bank.access.before_write());
-      last = ops.matmul(bank.offset, kr, mr, nr, as.offset + (kt * plan.a_stride + i * t.m) * es,
-                        bs.offset + (kt * plan.b_stride + j * t.n) * es, kt == 0,
-                        (kt + 1) * t.k >= depth, after,
-                        fmt::format("mm r{} c{} k{}", m0, n0, k0 + kt * t.k));
-      as.access.read(last);
-      bs.access.read(last);
-    }
-    bank.access.wrote(last);
-    return bank;
-  };
-  // Evacuation alternates ScalarE and VectorE so that neither holds TensorE back when K is
-  // small; each engine stores what it evacuated on a queue of its own (in-order completion).
-  uint64_t groups = 0;
-  auto evacuate_and_store = [&](OnChipTile& bank, int64_t m0, uint32_t mr, int64_t n0,
-                                uint32_t nr) {
-    const Engine e = groups++ % 2 == 0 ? Engine::scalar : Engine::vector;
-    OnChipTile& out = out_bufs.next();
-    const Completion done =
-        ops.evacuate(e, ActivationFunction::copy, bank.offset, mr, nr, dt, out.offset,
-                     bank.access.before_read() + out.access.before_write(),
-                     fmt::format("evac c r{} c{}", m0, n0));
-    bank.access.read(done);
-    out.access.wrote(done);
-    out.access.read(
-        ops.store(e, store_queue(e), cm, m0, mr, n0, nr, out.offset, out.access.before_read()));
-  };
+      slot.access.wrote(done);
+    };
+    auto load_tiles_b = [&](OnChipTile& slot, int64_t k0b, int64_t bkr, int64_t n0b, int64_t bnr,
+                            int64_t cols) {
+      const Completions free = slot.access.before_write();
+      Completions done;
+      for (int64_t c0 = 0; c0 < bnr; c0 += cols) {
+        for (int64_t k0 = 0; k0 < bkr; k0 += t.k) {
+          const int64_t kc = std::min<int64_t>(t.k, bkr - k0), nc = std::min(cols, bnr - c0);
+          const uint64_t at = slot.offset + ((k0 / t.k) * plan.b_stride + c0) * es;
+          done.add(c.b_transposed ? ops.load_transposed(q_b, b, k0b + k0, kc, n0b + c0, nc, t.k, at,
+                                                        plan.b_stride, free)
+                                  : ops.load(q_b, b, k0b + k0, kc, n0b + c0, nc, t.k, at,
+                                             plan.b_stride, free));
+        }
+      }
+      slot.access.wrote(done);
+    };
+    // One accumulation group: the tile_m x tile_n tile (i, j) of the blocks in `as` and `bs`
+    // over `depth` rows of K from k0, in the next PSUM bank, which it returns written.
+    auto accumulate_group = [&](OnChipTile& as, OnChipTile& bs, int64_t i, int64_t j, int64_t m0,
+                                uint32_t mr, int64_t n0, uint32_t nr, int64_t k0,
+                                int64_t depth) -> OnChipTile& {
+      OnChipTile& bank = banks.next();
+      Completion last;
+      for (int64_t kt = 0; kt * t.k < depth; ++kt) {
+        const auto kr = static_cast<uint32_t>(std::min<int64_t>(t.k, depth - kt * t.k));
+        Completions after = as.access.before_read() + bs.access.before_read();
+        if (kt == 0) after.add(bank.access.before_write());
+        last = ops.matmul(bank.offset, kr, mr, nr, as.offset + (kt * plan.a_stride + i * t.m) * es,
+                          bs.offset + (kt * plan.b_stride + j * t.n) * es, kt == 0,
+                          (kt + 1) * t.k >= depth, after,
+                          fmt::format("mm r{} c{} k{}", m0, n0, k0 + kt * t.k));
+        as.access.read(last);
+        bs.access.read(last);
+      }
+      bank.access.wrote(last);
+      return bank;
+    };
+    // Evacuation alternates ScalarE and VectorE so that neither holds TensorE back when K is
+    // small; each engine stores what it evacuated on a queue of its own (in-order completion).
+    uint64_t groups = 0;
+    auto evacuate_and_store = [&](OnChipTile& bank, int64_t m0, uint32_t mr, int64_t n0,
+                                  uint32_t nr) {
+      const Engine e = groups++ % 2 == 0 ? Engine::scalar : Engine::vector;
+      OnChipTile& out = out_bufs.next();
+      const Completion done =
+          ops.evacuate(e, ActivationFunction::copy, bank.offset, mr, nr, dt, out.offset,
+                       bank.access.before_read() + out.access.before_write(),
+                       fmt::format("evac c r{} c{}", m0, n0));
+      bank.access.read(done);
+      out.access.wrote(done);
+      out.access.read(
+          ops.store(e, store_queue(e), cm, m0, mr, n0, nr, out.offset, out.access.before_read()));
+    };
 
-  for (int64_t batch = 0; batch < B; ++batch) {
-    a.address = a_first + static_cast<uint64_t>(batch * M * K) * es;
-    b.address = b_first + static_cast<uint64_t>((c.b_batched ? batch : 0) * K * N) * es;
-    cm.address = c_first + static_cast<uint64_t>(batch * M * N) * es;
-    if (c.strategy == 1) {
-      for (int64_t m0 = 0; m0 < M; m0 += t.m) {
-        const auto mr = static_cast<uint32_t>(std::min<int64_t>(t.m, M - m0));
-        for (int64_t n0 = 0; n0 < N; n0 += t.n) {
-          const auto nr = static_cast<uint32_t>(std::min<int64_t>(t.n, N - n0));
-          OnChipTile& bank = banks.next();
-          Completion last;
-          for (int64_t k0 = 0; k0 < K; k0 += t.k) {
-            const auto kr = static_cast<uint32_t>(std::min<int64_t>(t.k, K - k0));
-            OnChipTile& as = a_bufs.next();
-            OnChipTile& bs = b_bufs.next();
-            load_a(as, k0, kr, m0, mr);
-            load_b(bs, k0, kr, n0, nr);
-            Completions after = as.access.before_read() + bs.access.before_read();
-            if (k0 == 0) after.add(bank.access.before_write());
-            last = ops.matmul(bank.offset, kr, mr, nr, as.offset, bs.offset, k0 == 0, k0 + t.k >= K,
-                              after, fmt::format("mm r{} c{} k{}", m0, n0, k0));
-            as.access.read(last);
-            bs.access.read(last);
-          }
-          bank.access.wrote(last);
-          evacuate_and_store(bank, m0, mr, n0, nr);
-        }
-      }
-    } else if (c.strategy != 4) {
-      // Strategies 2 and 3, the tutorial's nki_matmul_hoist_load_ and
-      // nki_matmul_block_free_dimension_ (docs/kernels.md): per block of bm rows of C, A's
-      // [K, bm] strip is loaded once, one DMA per 128 x 128 tile (hoisted out of the N loop); per
-      // block of bn columns, B's [K, bn] strip, one DMA per 128 x 512 tile; then every
-      // tile_m x tile_n tile of C accumulates over all of K in one PSUM bank, is copied to SBUF
-      // and stored. Strategy 2 is the 1 x 1-tile block.
-      for (int64_t m0b = 0; m0b < M; m0b += plan.bm) {
-        const int64_t bmr = std::min(plan.bm, M - m0b);
-        OnChipTile& as = a_bufs.next();
-        load_tiles_a(as, m0b, bmr, t.m);
-        for (int64_t n0b = 0; n0b < N; n0b += plan.bn) {
-          const int64_t bnr = std::min(plan.bn, N - n0b);
-          OnChipTile& bs = b_bufs.next();
-          load_tiles_b(bs, 0, K, n0b, bnr, t.n);
-          for (int64_t i = 0; i * t.m < bmr; ++i) {
-            const int64_t m0 = m0b + i * t.m;
-            const auto mr = static_cast<uint32_t>(std::min<int64_t>(t.m, bmr - i * t.m));
-            for (int64_t j = 0; j * t.n < bnr; ++j) {
-              const int64_t n0 = n0b + j * t.n;
-              const auto nr = static_cast<uint32_t>(std::min<int64_t>(t.n, bnr - j * t.n));
-              OnChipTile& bank = accumulate_group(as, bs, i, j, m0, mr, n0, nr, 0, K);
-              evacuate_and_store(bank, m0, mr, n0, nr);
+    for (int64_t batch = 0; batch < B; ++batch) {
+      a.address = a_hbm.address + static_cast<uint64_t>(batch * M * K) * es;
+      b.address = b_hbm.address + static_cast<uint64_t>((c.b_batched ? batch : 0) * K * N) * es;
+      cm.address = c_hbm.address + static_cast<uint64_t>(batch * M * N) * es;
+      if (c.strategy == 1) {
+        for (int64_t m0 = 0; m0 < M; m0 += t.m) {
+          const auto mr = static_cast<uint32_t>(std::min<int64_t>(t.m, M - m0));
+          for (int64_t n0 = 0; n0 < N; n0 += t.n) {
+            const auto nr = static_cast<uint32_t>(std::min<int64_t>(t.n, N - n0));
+            OnChipTile& bank = banks.next();
+            Completion last;
+            for (int64_t k0 = 0; k0 < K; k0 += t.k) {
+              const auto kr = static_cast<uint32_t>(std::min<int64_t>(t.k, K - k0));
+              OnChipTile& as = a_bufs.next();
+              OnChipTile& bs = b_bufs.next();
+              load_a(as, k0, kr, m0, mr);
+              load_b(bs, k0, kr, n0, nr);
+              Completions after = as.access.before_read() + bs.access.before_read();
+              if (k0 == 0) after.add(bank.access.before_write());
+              last = ops.matmul(bank.offset, kr, mr, nr, as.offset, bs.offset, k0 == 0,
+                                k0 + t.k >= K, after, fmt::format("mm r{} c{} k{}", m0, n0, k0));
+              as.access.read(last);
+              bs.access.read(last);
             }
+            bank.access.wrote(last);
+            evacuate_and_store(bank, m0, mr, n0, nr);
           }
         }
-      }
-    } else {
-      // Strategy 4, the tutorial's nki_matmul_fully_optimized_: per block of bn columns of C,
-      // every tile_m row tile of C is a result tile in SBUF (zeroed once); per block of bk of K
-      // (in order), B's [bk, bn] block is loaded, one DMA per 128-row tile, and reused by every
-      // block of bm rows, whose A block [bk, bm] is loaded the same way; each tile_m x tile_n
-      // tile accumulates its bk in PSUM and VectorE adds it into the result tile. After the last
-      // K block, each result tile is stored with one DMA of bn columns.
-      const int64_t row_tiles = ceil_div(M, t.m);
-      std::vector<RegionAccesses> result(static_cast<size_t>(row_tiles));
-      for (int64_t n0b = 0; n0b < N; n0b += plan.bn) {
-        const int64_t bnr = std::min(plan.bn, N - n0b);
-        for (int64_t r = 0; r < row_tiles; ++r) {
-          const auto mr = static_cast<uint32_t>(std::min<int64_t>(t.m, M - r * t.m));
-          RegionAccesses& res = result[static_cast<size_t>(r)];
-          res.wrote(Completions(ops.zero(Engine::vector, mr, static_cast<uint32_t>(bnr),
-                                         acc_base + r * plan.bn * es, res.before_write(),
-                                         fmt::format("zero c r{} c{}", r * t.m, n0b))));
-        }
-        for (int64_t k0b = 0; k0b < K; k0b += plan.bk) {
-          const int64_t bkr = std::min(plan.bk, K - k0b);
-          OnChipTile& bs = b_bufs.next();
-          load_tiles_b(bs, k0b, bkr, n0b, bnr, bnr);
-          for (int64_t m0b = 0; m0b < M; m0b += plan.bm) {
-            const int64_t bmr = std::min(plan.bm, M - m0b);
-            OnChipTile& as = a_bufs.next();
-            load_tiles_a_block(as, k0b, bkr, m0b, bmr);
-            for (int64_t j = 0; j * t.n < bnr; ++j) {
-              const int64_t n0 = n0b + j * t.n;
-              const auto nr = static_cast<uint32_t>(std::min<int64_t>(t.n, bnr - j * t.n));
-              for (int64_t i = 0; i * t.m < bmr; ++i) {
-                const int64_t m0 = m0b + i * t.m;
-                const auto mr = static_cast<uint32_t>(std::min<int64_t>(t.m, bmr - i * t.m));
-                OnChipTile& bank = accumulate_group(as, bs, i, j, m0, mr, n0, nr, k0b, bkr);
-                RegionAccesses& res = result[static_cast<size_t>(m0 / t.m)];
-                const uint64_t at = acc_base + ((m0 / t.m) * plan.bn + j * t.n) * es;
-                const Completion done =
-                    ops.accumulate(bank.offset, mr, nr, at, dt, at,
-                                   bank.access.before_read() + res.before_update(),
-                                   fmt::format("accumulate c r{} c{} k{}", m0, n0, k0b), dt);
-                bank.access.read(done);
-                res.wrote(Completions(done));
+      } else if (c.strategy != 4) {
+        // Strategies 2 and 3, the tutorial's nki_matmul_hoist_load_ and
+        // nki_matmul_block_free_dimension_ (docs/kernels.md): per block of bm rows of C, A's
+        // [K, bm] strip is loaded once, one DMA per 128 x 128 tile (hoisted out of the N loop); per
+        // block of bn columns, B's [K, bn] strip, one DMA per 128 x 512 tile; then every
+        // tile_m x tile_n tile of C accumulates over all of K in one PSUM bank, is copied to SBUF
+        // and stored. Strategy 2 is the 1 x 1-tile block.
+        for (int64_t m0b = 0; m0b < M; m0b += plan.bm) {
+          const int64_t bmr = std::min(plan.bm, M - m0b);
+          OnChipTile& as = a_bufs.next();
+          load_tiles_a(as, m0b, bmr, t.m);
+          for (int64_t n0b = 0; n0b < N; n0b += plan.bn) {
+            const int64_t bnr = std::min(plan.bn, N - n0b);
+            OnChipTile& bs = b_bufs.next();
+            load_tiles_b(bs, 0, K, n0b, bnr, t.n);
+            for (int64_t i = 0; i * t.m < bmr; ++i) {
+              const int64_t m0 = m0b + i * t.m;
+              const auto mr = static_cast<uint32_t>(std::min<int64_t>(t.m, bmr - i * t.m));
+              for (int64_t j = 0; j * t.n < bnr; ++j) {
+                const int64_t n0 = n0b + j * t.n;
+                const auto nr = static_cast<uint32_t>(std::min<int64_t>(t.n, bnr - j * t.n));
+                OnChipTile& bank = accumulate_group(as, bs, i, j, m0, mr, n0, nr, 0, K);
+                evacuate_and_store(bank, m0, mr, n0, nr);
               }
             }
           }
         }
-        for (int64_t r = 0; r < row_tiles; ++r) {
-          const auto mr = static_cast<uint32_t>(std::min<int64_t>(t.m, M - r * t.m));
-          RegionAccesses& res = result[static_cast<size_t>(r)];
-          res.read(ops.store(Engine::sync, q_store_dve, cm, r * t.m, mr, n0b, bnr,
-                             acc_base + r * plan.bn * es, res.before_read()));
+      } else {
+        // Strategy 4, the tutorial's nki_matmul_fully_optimized_: per block of bn columns of C,
+        // every tile_m row tile of C is a result tile in SBUF (zeroed once); per block of bk of K
+        // (in order), B's [bk, bn] block is loaded, one DMA per 128-row tile, and reused by every
+        // block of bm rows, whose A block [bk, bm] is loaded the same way; each tile_m x tile_n
+        // tile accumulates its bk in PSUM and VectorE adds it into the result tile. After the last
+        // K block, each result tile is stored with one DMA of bn columns.
+        const int64_t row_tiles = ceil_div(M, t.m);
+        std::vector<RegionAccesses> result(static_cast<size_t>(row_tiles));
+        for (int64_t n0b = 0; n0b < N; n0b += plan.bn) {
+          const int64_t bnr = std::min(plan.bn, N - n0b);
+          for (int64_t r = 0; r < row_tiles; ++r) {
+            const auto mr = static_cast<uint32_t>(std::min<int64_t>(t.m, M - r * t.m));
+            RegionAccesses& res = result[static_cast<size_t>(r)];
+            res.wrote(Completions(ops.zero(Engine::vector, mr, static_cast<uint32_t>(bnr),
+                                           acc_base + r * plan.bn * es, res.before_write(),
+                                           fmt::format("zero c r{} c{}", r * t.m, n0b))));
+          }
+          for (int64_t k0b = 0; k0b < K; k0b += plan.bk) {
+            const int64_t bkr = std::min(plan.bk, K - k0b);
+            OnChipTile& bs = b_bufs.next();
+            load_tiles_b(bs, k0b, bkr, n0b, bnr, bnr);
+            for (int64_t m0b = 0; m0b < M; m0b += plan.bm) {
+              const int64_t bmr = std::min(plan.bm, M - m0b);
+              OnChipTile& as = a_bufs.next();
+              load_tiles_a_block(as, k0b, bkr, m0b, bmr);
+              for (int64_t j = 0; j * t.n < bnr; ++j) {
+                const int64_t n0 = n0b + j * t.n;
+                const auto nr = static_cast<uint32_t>(std::min<int64_t>(t.n, bnr - j * t.n));
+                for (int64_t i = 0; i * t.m < bmr; ++i) {
+                  const int64_t m0 = m0b + i * t.m;
+                  const auto mr = static_cast<uint32_t>(std::min<int64_t>(t.m, bmr - i * t.m));
+                  OnChipTile& bank = accumulate_group(as, bs, i, j, m0, mr, n0, nr, k0b, bkr);
+                  RegionAccesses& res = result[static_cast<size_t>(m0 / t.m)];
+                  const uint64_t at = acc_base + ((m0 / t.m) * plan.bn + j * t.n) * es;
+                  const Completion done =
+                      ops.accumulate(bank.offset, mr, nr, at, dt, at,
+                                     bank.access.before_read() + res.before_update(),
+                                     fmt::format("accumulate c r{} c{} k{}", m0, n0, k0b), dt);
+                  bank.access.read(done);
+                  res.wrote(Completions(done));
+                }
+              }
+            }
+          }
+          for (int64_t r = 0; r < row_tiles; ++r) {
+            const auto mr = static_cast<uint32_t>(std::min<int64_t>(t.m, M - r * t.m));
+            RegionAccesses& res = result[static_cast<size_t>(r)];
+            res.read(ops.store(Engine::sync, q_store_dve, cm, r * t.m, mr, n0b, bnr,
+                               acc_base + r * plan.bn * es, res.before_read()));
+          }
         }
       }
-    }
-  }  // batch
-  streams.finish();
+    }  // batch
+    return ops.hbm_bytes_loaded();
+  };
+  const uint64_t hbm_bytes_loaded = emit_all(streams);
+  streams.finish([emit_all](EngineStreams& again) { emit_all(again); });
 
   k.choices = {{"strategy", c.strategy},
                {"strategy_name", strategy_name(c.strategy)},
@@ -658,7 +669,7 @@ LoweredKernel lower_matmul(const Workload& w, const config::ArchConfig& arch, bo
                {"out_bufs", c.out_bufs},
                {"psum_bufs", c.psum_bufs},
                {"sbuf_bytes_per_partition", plan.total()},
-               {"hbm_bytes_loaded", ops.hbm_bytes_loaded()}};
+               {"hbm_bytes_loaded", hbm_bytes_loaded}};
   if (!c.a_transposed) k.choices["a_transpose"] = "dma_transpose";
   if (c.strategy == 2) k.choices["a_bufs"] = plan.a_bufs;
   if (c.strategy >= 3) {

@@ -300,121 +300,132 @@ LoweredKernel lower_mlp(const Workload& w, const config::ArchConfig& arch, bool 
       ranks > 1 ? HbmMatrix{"y_partial", p.add_dram_tensor("y_partial", dt, {M, D}).address, M, D}
                 : y;
 
-  EngineStreams streams(p, arch, w.file);
-  TileOps ops(streams, arch, dt);
+  // A program of stream_from instructions or more is streamed (EngineStreams::finish).
+  EngineStreams streams(p, arch, w.file,
+                        estimate >= static_cast<double>(w.stream_from)
+                            ? EngineStreams::Mode::count
+                            : EngineStreams::Mode::store);
   const uint16_t q_x = streams.add_queue("q_load_x");
   const uint16_t q_w1 = streams.add_queue("q_load_w1");
   const uint16_t q_w2 = streams.add_queue("q_load_w2");
   const uint16_t q_y = streams.add_queue("q_store_y");
 
-  SbufAllocator sb;
-  SbufRing x_bufs(sb, plan.x_bufs, plan.x_bytes);
-  const uint64_t h_base = sb.take(plan.h_bytes);
-  SbufRing w1_bufs(sb, plan.bufs, plan.w1_bytes);
-  SbufRing w2_bufs(sb, plan.bufs, plan.w2_bytes);
-  SbufRing out_bufs(sb, plan.out_bufs, plan.out_bytes);
-  PsumBanks banks(arch, c.psum_bufs);
-  std::vector<RegionAccesses> hidden(static_cast<size_t>(FT));  // per F tile of h^T
-  Completions y_stored;  // every store of y (or of the partial y)
+  // Emits the whole kernel into `streams`; returns the bytes its DMAs read from HBM. Everything
+  // it needs is its own (a copy), so that a streamed program can run it again later.
+  const auto emit_all = [=](EngineStreams& streams) -> uint64_t {
+    TileOps ops(streams, arch, dt);
 
-  for (int64_t m0 = 0; m0 < M; m0 += plan.mc) {
-    const int64_t mc = std::min(plan.mc, M - m0);
-    // x^T of the chunk, [D, mc], through the DMA transpose unit: TensorE contracts over
-    // partitions, so the first matmul's moving is x with D on partitions.
-    OnChipTile& xs = x_bufs.next();
-    xs.access.wrote(ops.load_transposed(q_x, x, 0, D, m0, mc, t.k, xs.offset, plan.mc,
-                                        xs.access.before_write()));
+    SbufAllocator sb;
+    SbufRing x_bufs(sb, plan.x_bufs, plan.x_bytes);
+    const uint64_t h_base = sb.take(plan.h_bytes);
+    SbufRing w1_bufs(sb, plan.bufs, plan.w1_bytes);
+    SbufRing w2_bufs(sb, plan.bufs, plan.w2_bytes);
+    SbufRing out_bufs(sb, plan.out_bufs, plan.out_bytes);
+    PsumBanks banks(arch, c.psum_bufs);
+    std::vector<RegionAccesses> hidden(static_cast<size_t>(FT));  // per F tile of h^T
+    Completions y_stored;  // every store of y (or of the partial y)
 
-    // h^T = act(w1^T x^T), an F tile at a time: stationary w1[d tile, f tile], moving x^T[d
-    // tile, mc], accumulated over D in one PSUM bank; ScalarE applies the activation reading
-    // PSUM and writes h^T in dtype to SBUF, where the second matmul wants it (F on partitions).
-    for (int64_t f0p = 0; f0p < F; f0p += plan.w1_cols) {
-      const int64_t fpc = std::min(plan.w1_cols, F - f0p);
-      OnChipTile& ws = w1_bufs.next();
-      ws.access.wrote(ops.load(q_w1, w1, 0, D, f0p, fpc, t.k, ws.offset, plan.w1_cols,
-                               ws.access.before_write()));
-      for (int64_t ft = 0; ft * plan.tf < fpc; ++ft) {
-        const int64_t f0 = f0p + ft * plan.tf;
-        const auto fr = static_cast<uint32_t>(std::min<int64_t>(plan.tf, F - f0));
-        const auto fi = static_cast<size_t>(f0 / plan.tf);
-        OnChipTile& bank = banks.next();
-        Completion last;
-        for (int64_t d0 = 0; d0 < D; d0 += t.k) {
-          const auto dr = static_cast<uint32_t>(std::min<int64_t>(t.k, D - d0));
-          const int64_t dt_index = d0 / t.k;
-          Completions after = ws.access.before_read() + xs.access.before_read();
-          if (d0 == 0) after.add(bank.access.before_write());
-          last = ops.matmul(bank.offset, dr, fr, static_cast<uint32_t>(mc),
-                            ws.offset + (dt_index * plan.w1_cols + ft * plan.tf) * es,
-                            xs.offset + dt_index * plan.mc * es, d0 == 0, d0 + t.k >= D, after,
-                            fmt::format("mm1 r{} f{} d{}", m0, f0, d0));
-          ws.access.read(last);
-          xs.access.read(last);
-        }
-        bank.access.wrote(last);
-        const Completion h = ops.evacuate(
-            Engine::scalar, c.activation, bank.offset, fr, static_cast<uint32_t>(mc), dt,
-            h_base + fi * plan.mc * es, bank.access.before_read() + hidden[fi].before_write(),
-            fmt::format("{} r{} f{}", isa::name_of(c.activation), m0, f0));
-        bank.access.read(h);
-        hidden[fi].wrote(h);
-      }
-    }
+    for (int64_t m0 = 0; m0 < M; m0 += plan.mc) {
+      const int64_t mc = std::min(plan.mc, M - m0);
+      // x^T of the chunk, [D, mc], through the DMA transpose unit: TensorE contracts over
+      // partitions, so the first matmul's moving is x with D on partitions.
+      OnChipTile& xs = x_bufs.next();
+      xs.access.wrote(ops.load_transposed(q_x, x, 0, D, m0, mc, t.k, xs.offset, plan.mc,
+                                          xs.access.before_write()));
 
-    // y = h w2, a chunk of D columns at a time: one accumulation group per output tile of
-    // the chunk's rows, open together across all of F; w2 streams through in pieces of rows.
-    for (int64_t d0 = 0; d0 < D; d0 += plan.d_chunk) {
-      const auto dc = static_cast<uint32_t>(std::min(plan.d_chunk, D - d0));
-      std::vector<OnChipTile*> group;
-      for (int64_t g = 0; g < ceil_div(mc, t.m); ++g) group.push_back(&banks.next());
-      std::vector<Completion> last(group.size());
-      for (int64_t f0p = 0; f0p < F; f0p += plan.w2_rows) {
-        const int64_t frows = std::min(plan.w2_rows, F - f0p);
-        OnChipTile& ws = w2_bufs.next();
-        ws.access.wrote(ops.load(q_w2, w2, f0p, frows, d0, dc, plan.tf, ws.offset, plan.d_chunk,
+      // h^T = act(w1^T x^T), an F tile at a time: stationary w1[d tile, f tile], moving x^T[d
+      // tile, mc], accumulated over D in one PSUM bank; ScalarE applies the activation reading
+      // PSUM and writes h^T in dtype to SBUF, where the second matmul wants it (F on partitions).
+      for (int64_t f0p = 0; f0p < F; f0p += plan.w1_cols) {
+        const int64_t fpc = std::min(plan.w1_cols, F - f0p);
+        OnChipTile& ws = w1_bufs.next();
+        ws.access.wrote(ops.load(q_w1, w1, 0, D, f0p, fpc, t.k, ws.offset, plan.w1_cols,
                                  ws.access.before_write()));
-        for (int64_t ft = 0; ft * plan.tf < frows; ++ft) {
+        for (int64_t ft = 0; ft * plan.tf < fpc; ++ft) {
           const int64_t f0 = f0p + ft * plan.tf;
           const auto fr = static_cast<uint32_t>(std::min<int64_t>(plan.tf, F - f0));
           const auto fi = static_cast<size_t>(f0 / plan.tf);
-          for (size_t g = 0; g < group.size(); ++g) {
-            const int64_t r0 = static_cast<int64_t>(g) * t.m;
-            const auto mr = static_cast<uint32_t>(std::min<int64_t>(t.m, mc - r0));
-            Completions after = hidden[fi].before_read() + ws.access.before_read();
-            if (f0 == 0) after.add(group[g]->access.before_write());
-            last[g] = ops.matmul(group[g]->offset, fr, mr, dc, h_base + (fi * plan.mc + r0) * es,
-                                 ws.offset + ft * plan.d_chunk * es, f0 == 0, f0 + plan.tf >= F,
-                                 after, fmt::format("mm2 r{} c{} f{}", m0 + r0, d0, f0));
-            hidden[fi].read(last[g]);
-            ws.access.read(last[g]);
+          OnChipTile& bank = banks.next();
+          Completion last;
+          for (int64_t d0 = 0; d0 < D; d0 += t.k) {
+            const auto dr = static_cast<uint32_t>(std::min<int64_t>(t.k, D - d0));
+            const int64_t dt_index = d0 / t.k;
+            Completions after = ws.access.before_read() + xs.access.before_read();
+            if (d0 == 0) after.add(bank.access.before_write());
+            last = ops.matmul(bank.offset, dr, fr, static_cast<uint32_t>(mc),
+                              ws.offset + (dt_index * plan.w1_cols + ft * plan.tf) * es,
+                              xs.offset + dt_index * plan.mc * es, d0 == 0, d0 + t.k >= D, after,
+                              fmt::format("mm1 r{} f{} d{}", m0, f0, d0));
+            ws.access.read(last);
+            xs.access.read(last);
           }
+          bank.access.wrote(last);
+          const Completion h = ops.evacuate(
+              Engine::scalar, c.activation, bank.offset, fr, static_cast<uint32_t>(mc), dt,
+              h_base + fi * plan.mc * es, bank.access.before_read() + hidden[fi].before_write(),
+              fmt::format("{} r{} f{}", isa::name_of(c.activation), m0, f0));
+          bank.access.read(h);
+          hidden[fi].wrote(h);
         }
       }
-      for (size_t g = 0; g < group.size(); ++g) {
-        const int64_t r0 = m0 + static_cast<int64_t>(g) * t.m;
-        const auto mr = static_cast<uint32_t>(std::min<int64_t>(t.m, m0 + mc - r0));
-        group[g]->access.wrote(last[g]);
-        OnChipTile& out = out_bufs.next();
-        const Completion done =
-            ops.evacuate(Engine::vector, ActivationFunction::copy, group[g]->offset, mr, dc, dt,
-                         out.offset, group[g]->access.before_read() + out.access.before_write(),
-                         fmt::format("evac y r{} c{}", r0, d0));
-        group[g]->access.read(done);
-        out.access.wrote(done);
-        const Completion stored = ops.store(Engine::vector, q_y, y_partial, r0, mr, d0, dc,
-                                            out.offset, out.access.before_read());
-        out.access.read(stored);
-        y_stored.add(stored);
+
+      // y = h w2, a chunk of D columns at a time: one accumulation group per output tile of
+      // the chunk's rows, open together across all of F; w2 streams through in pieces of rows.
+      for (int64_t d0 = 0; d0 < D; d0 += plan.d_chunk) {
+        const auto dc = static_cast<uint32_t>(std::min(plan.d_chunk, D - d0));
+        std::vector<OnChipTile*> group;
+        for (int64_t g = 0; g < ceil_div(mc, t.m); ++g) group.push_back(&banks.next());
+        std::vector<Completion> last(group.size());
+        for (int64_t f0p = 0; f0p < F; f0p += plan.w2_rows) {
+          const int64_t frows = std::min(plan.w2_rows, F - f0p);
+          OnChipTile& ws = w2_bufs.next();
+          ws.access.wrote(ops.load(q_w2, w2, f0p, frows, d0, dc, plan.tf, ws.offset, plan.d_chunk,
+                                   ws.access.before_write()));
+          for (int64_t ft = 0; ft * plan.tf < frows; ++ft) {
+            const int64_t f0 = f0p + ft * plan.tf;
+            const auto fr = static_cast<uint32_t>(std::min<int64_t>(plan.tf, F - f0));
+            const auto fi = static_cast<size_t>(f0 / plan.tf);
+            for (size_t g = 0; g < group.size(); ++g) {
+              const int64_t r0 = static_cast<int64_t>(g) * t.m;
+              const auto mr = static_cast<uint32_t>(std::min<int64_t>(t.m, mc - r0));
+              Completions after = hidden[fi].before_read() + ws.access.before_read();
+              if (f0 == 0) after.add(group[g]->access.before_write());
+              last[g] = ops.matmul(group[g]->offset, fr, mr, dc, h_base + (fi * plan.mc + r0) * es,
+                                   ws.offset + ft * plan.d_chunk * es, f0 == 0, f0 + plan.tf >= F,
+                                   after, fmt::format("mm2 r{} c{} f{}", m0 + r0, d0, f0));
+              hidden[fi].read(last[g]);
+              ws.access.read(last[g]);
+            }
+          }
+        }
+        for (size_t g = 0; g < group.size(); ++g) {
+          const int64_t r0 = m0 + static_cast<int64_t>(g) * t.m;
+          const auto mr = static_cast<uint32_t>(std::min<int64_t>(t.m, m0 + mc - r0));
+          group[g]->access.wrote(last[g]);
+          OnChipTile& out = out_bufs.next();
+          const Completion done =
+              ops.evacuate(Engine::vector, ActivationFunction::copy, group[g]->offset, mr, dc, dt,
+                           out.offset, group[g]->access.before_read() + out.access.before_write(),
+                           fmt::format("evac y r{} c{}", r0, d0));
+          group[g]->access.read(done);
+          out.access.wrote(done);
+          const Completion stored = ops.store(Engine::vector, q_y, y_partial, r0, mr, d0, dc,
+                                              out.offset, out.access.before_read());
+          out.access.read(stored);
+          y_stored.add(stored);
+        }
       }
     }
-  }
-  if (ranks > 1) {
-    // Every core's partial y is in HBM: SyncE triggers the all-reduce that sums them into y.
-    streams.emit(collective(isa::CollectiveOp::all_reduce, isa::AluOp::add, whole(dt, y),
-                            whole(dt, y_partial), "all_reduce y"),
-                 y_stored);
-  }
-  streams.finish();
+    if (ranks > 1) {
+      // Every core's partial y is in HBM: SyncE triggers the all-reduce that sums them into y.
+      streams.emit(collective(isa::CollectiveOp::all_reduce, isa::AluOp::add, whole(dt, y),
+                              whole(dt, y_partial), "all_reduce y"),
+                   y_stored);
+    }
+    return ops.hbm_bytes_loaded();
+  };
+  const uint64_t hbm_bytes_loaded = emit_all(streams);
+  streams.finish([emit_all](EngineStreams& again) { emit_all(again); });
 
   k.choices = {{"activation", std::string(isa::name_of(c.activation))},
                {"tile_m", t.m},
@@ -429,7 +440,7 @@ LoweredKernel lower_mlp(const Workload& w, const config::ArchConfig& arch, bool 
                {"psum_bufs", c.psum_bufs},
                {"x_transpose", "dma_transpose"},
                {"sbuf_bytes_per_partition", plan.total()},
-               {"hbm_bytes_loaded", ops.hbm_bytes_loaded()}};
+               {"hbm_bytes_loaded", hbm_bytes_loaded}};
   k.model_flops =
       4ULL * static_cast<uint64_t>(M) * static_cast<uint64_t>(D) * static_cast<uint64_t>(F);
 

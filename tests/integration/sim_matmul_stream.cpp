@@ -1,0 +1,74 @@
+// A streamed matmul (Workload::stream_from): the lowering runs once to count, then again while
+// the run reads its instructions. The streamed program must be the whole one, instruction for
+// instruction, and compute the same result.
+#include <catch2/catch.hpp>
+
+#include <string>
+
+#include "isa/text/assembly.hpp"
+#include "models/chip/simulate.hpp"
+#include "sim_support.hpp"
+#include "workloads/lowering.hpp"
+
+using namespace trnsim;
+
+namespace {
+
+workloads::LoweredKernel lowered(int strategy, bool streamed, bool functional,
+                                 const std::string& shape = "[200, 300, 700]") {
+  auto w =
+      workloads::parse_workload(R"({"kernel": "matmul", "strategy": )" + std::to_string(strategy) +
+                                    R"(, "shape": )" + shape + R"(, "dtype": "bf16", "seed": 3})",
+                                "m.json");
+  w.stream_from = streamed ? 0 : workloads::kNeverStreamed;
+  return workloads::lower(w, config::trn2(), functional);
+}
+
+}  // namespace
+
+TEST_CASE("a streamed matmul lowers to the whole lowering's instructions in its order") {
+  const int strategy = GENERATE(1, 2, 3, 4);
+  INFO("strategy " << strategy);
+  const auto whole = lowered(strategy, false, false);
+  auto streamed = lowered(strategy, true, false);  // not const: it fills as it is read
+  REQUIRE(whole.program.feed == nullptr);
+  REQUIRE(streamed.program.feed != nullptr);
+  CHECK(streamed.program.instruction_count() == 0);  // nothing lowered before it is read
+  CHECK(streamed.program.feed->expected_instructions == whole.program.instruction_count());
+  // What the lowering reports besides the instructions comes from the counting pass.
+  CHECK(streamed.choices == whole.choices);
+  CHECK(streamed.program.semaphores.size() == whole.program.semaphores.size());
+  // Read every engine's stream to its end (the feed lowers on as it is asked).
+  for (Engine e : kAllEngines) {
+    size_t i = 0;
+    while (streamed.program.has(e, i)) ++i;
+    CHECK(i == whole.program.stream(e).size());
+  }
+  CHECK(streamed.program.feed->ended());
+  // Same waits, updates and their numbers, operands and labels.
+  CHECK(isa::print_assembly(streamed.program) == isa::print_assembly(whole.program));
+}
+
+TEST_CASE("a streamed matmul computes the product and passes the check") {
+  const config::ArchConfig arch = config::trn2();
+  auto k = lowered(1, true, true);  // not const: it fills as it is read
+  REQUIRE(k.program.feed != nullptr);
+  isa::MemoryImage memory(arch, k.program.dram_bytes());
+  workloads::load_inputs(k, memory);
+  trnsim_test::Recorder rec;
+  REQUIRE(models::simulate(k.program, arch, &memory, rec).completed);
+  CHECK(k.program.feed->ended());
+  const auto c = workloads::check_outputs(k, memory);
+  CHECK(c.status == workloads::CheckResult::Status::pass);
+  CHECK(c.elements == 200 * 700);
+}
+
+TEST_CASE("a matmul below stream_from is lowered whole") {
+  auto w = workloads::parse_workload(
+      R"({"kernel": "matmul", "strategy": 1, "shape": [256, 256, 512], "dtype": "bf16"})",
+      "m.json");
+  w.stream_from = 1000;  // the program has 16 instructions
+  CHECK(workloads::lower(w, config::trn2(), false).program.feed == nullptr);
+  w.stream_from = 10;
+  CHECK(workloads::lower(w, config::trn2(), false).program.feed != nullptr);
+}
