@@ -24,11 +24,17 @@ std::string printed(const trnsim_test::Run& run) {
 
 }  // namespace
 
-TEST_CASE("a matmul streamed with --stream-from 0 gives the whole program's stats and trace") {
-  const std::string strategy = GENERATE("1", "2", "3", "4");
-  const std::string file = example("matmul_s" + strategy + ".json");
-  const auto whole = run_ok(file, "--timing-only -v", "stream_whole_s" + strategy);
-  const auto streamed = run_ok(file, "--timing-only -v --stream-from 0", "stream_s" + strategy);
+TEST_CASE("a kernel streamed with --stream-from 0 gives the whole program's stats and trace") {
+  const std::string name =
+      GENERATE("matmul_s1", "matmul_s2", "matmul_s3", "matmul_s4", "mlp_gelu", "engine_stream");
+  const std::string file =
+      name == "engine_stream"
+          ? trnsim_test::write_file(trnsim_test::fresh_dir("stream_workload"), "engine_stream.json",
+                                    R"({"kernel": "engine_stream", "shape": [128, 512], )"
+                                    R"("engine": "scalar", "instructions": 9000})")
+          : example(name + ".json");
+  const auto whole = run_ok(file, "--timing-only -v", "stream_whole_" + name);
+  const auto streamed = run_ok(file, "--timing-only -v --stream-from 0", "stream_" + name);
   CHECK(whole.invocation.err.find("is streamed") == std::string::npos);
   CHECK(streamed.invocation.err.find("is streamed") != std::string::npos);
   CHECK(printed(streamed) == printed(whole));

@@ -1,6 +1,6 @@
-// A streamed matmul (Workload::stream_from): the lowering runs once to count, then again while
-// the run reads its instructions. The streamed program must be the whole one, instruction for
-// instruction, and compute the same result.
+// A streamed matmul or mlp (Workload::stream_from): the lowering runs once to count, then again
+// while the run reads its instructions. The streamed program must be the whole one, instruction
+// for instruction, and compute the same result.
 #include <catch2/catch.hpp>
 
 #include <string>
@@ -24,13 +24,8 @@ workloads::LoweredKernel lowered(int strategy, bool streamed, bool functional,
   return workloads::lower(w, config::trn2(), functional);
 }
 
-}  // namespace
-
-TEST_CASE("a streamed matmul lowers to the whole lowering's instructions in its order") {
-  const int strategy = GENERATE(1, 2, 3, 4);
-  INFO("strategy " << strategy);
-  const auto whole = lowered(strategy, false, false);
-  auto streamed = lowered(strategy, true, false);  // not const: it fills as it is read
+// Reads every stream of `streamed` to its end and checks it against `whole`.
+void same_program(const workloads::LoweredKernel& whole, workloads::LoweredKernel& streamed) {
   REQUIRE(whole.program.feed == nullptr);
   REQUIRE(streamed.program.feed != nullptr);
   CHECK(streamed.program.instruction_count() == 0);  // nothing lowered before it is read
@@ -47,6 +42,26 @@ TEST_CASE("a streamed matmul lowers to the whole lowering's instructions in its 
   CHECK(streamed.program.feed->ended());
   // Same waits, updates and their numbers, operands and labels.
   CHECK(isa::print_assembly(streamed.program) == isa::print_assembly(whole.program));
+}
+
+}  // namespace
+
+TEST_CASE("a streamed matmul lowers to the whole lowering's instructions in its order") {
+  const int strategy = GENERATE(1, 2, 3, 4);
+  INFO("strategy " << strategy);
+  const auto whole = lowered(strategy, false, false);
+  auto streamed = lowered(strategy, true, false);  // not const: it fills as it is read
+  same_program(whole, streamed);
+}
+
+TEST_CASE("a streamed mlp lowers to the whole lowering's instructions in its order") {
+  auto w = workloads::parse_workload(
+      R"({"kernel": "mlp", "activation": "gelu", "shape": [300, 384, 1100], "dtype": "bf16"})",
+      "mlp.json");
+  const auto whole = workloads::lower(w, config::trn2(), false);
+  w.stream_from = 0;
+  auto streamed = workloads::lower(w, config::trn2(), false);
+  same_program(whole, streamed);
 }
 
 TEST_CASE("a streamed matmul computes the product and passes the check") {
