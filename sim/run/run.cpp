@@ -197,8 +197,12 @@ RunOutcome execute_run(const RunOptions& o, LoadedWorkload* given, const HostDat
           "{}: loaded and lowered in {:.3f} s: {} kernel(s), {} instructions ({}), {} DMA "
           "queue(s), {} semaphore(s); arch {}, {} core(s), {}",
           o.workload, load_seconds, k.program.kernel_count(),
-          k.program.feed != nullptr ? "streamed" : std::to_string(k.program.instruction_count()),
-          k.program.feed != nullptr ? "lowered as the run reads them" : streams,
+          k.program.feed != nullptr ? k.program.feed->expected_instructions
+                                    : k.program.instruction_count(),
+          k.program.feed != nullptr
+              ? fmt::format("streamed: lowered as the run reads them, --stream-from {}",
+                            o.stream_from)
+              : streams,
           k.program.queues.size(), k.program.semaphores.size(), arch.name, w.cores,
           o.timing_only ? "timing only" : "functional (tensor data and the check)");
     }
