@@ -46,6 +46,11 @@ SimulationResult simulate(const std::vector<const isa::Program*>& programs,
       }
     }
   }
+  // A streamed program's DMAs are not there yet: its transfer table (ids are reused, so it holds
+  // what is in flight) starts at up to 65,536 and grows past that if need be.
+  if (program.feed != nullptr) {
+    dma_instructions = std::min<size_t>(program.feed->expected_instructions, 65536);
+  }
   const std::unique_ptr<MemoryModel> memory_model =
       make_memory_model(arch, cores, dma_instructions);
   MemoryModel& memory_system = *memory_model;

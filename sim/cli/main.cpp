@@ -475,9 +475,10 @@ int sc_main(int argc, char* argv[]) {
       ->capture_default_str()
       ->check(CLI::IsMember({"json", "perfetto", "none"}));
   app.add_option("--stream-from", o.stream_from,
-                 "lower a program of this many instructions or more while it runs, and free it "
-                 "behind the run, so that memory stays flat (engine_stream and matmul on one "
-                 "core; 0: every such program). Same cycle counts and outputs either way")
+                 "lower a program of this many instructions or more (the kernel's estimate) "
+                 "while it runs, and free it behind the run, so that memory stays flat "
+                 "(engine_stream, matmul and mlp on one core; 0: every such program; not bound "
+                 "by max_instructions). Same cycle counts, stats and trace either way")
       ->capture_default_str()
       ->check(count_of("instructions"));
   bool progress = false, no_progress = false;

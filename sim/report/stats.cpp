@@ -29,15 +29,25 @@ bool StatsCollector::has_collective(const isa::Program& p) {
 namespace {
 using Intervals = std::vector<std::pair<Picoseconds, Picoseconds>>;
 
-// Adds [start, end) to nearly sorted intervals, merging it into the last when they touch.
+// Adds [start, end) to intervals kept sorted and disjoint (touching ones merged): the list holds
+// the pieces of the union so far, not an entry per record, so it stays as small as the gaps
+// still open however long the run. Records come about in the order they end, so the intervals a
+// new one merges with are at the back.
 void add_interval(Intervals& v, Picoseconds start, Picoseconds end) {
-  if (!v.empty() && start <= v.back().second) {
-    auto& last = v.back();
-    last.first = std::min(last.first, start);
-    last.second = max(last.second, end);
-  } else {
-    v.emplace_back(start, end);
+  // The first interval that ends at or after `start` (the ends of disjoint, sorted intervals
+  // increase too), and the first after it that starts after `end`.
+  const auto first = std::lower_bound(
+      v.begin(), v.end(), start,
+      [](const std::pair<Picoseconds, Picoseconds>& iv, Picoseconds t) { return iv.second < t; });
+  auto last = first;
+  while (last != v.end() && last->first <= end) ++last;
+  if (first == last) {
+    v.insert(first, {start, end});
+    return;
   }
+  first->first = std::min(first->first, start);
+  first->second = max((last - 1)->second, end);
+  v.erase(first + 1, last);
 }
 
 // Sorted, disjoint intervals covering the same time.

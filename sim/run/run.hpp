@@ -28,8 +28,9 @@ struct RunOptions {
   // SPMD over a logical core (LNC): the program files of cores 1.. (the NKI tracer's, one per
   // physical core); `workload` is core 0's. The cores share one HBM address space.
   std::vector<std::string> core_programs;
-  // A program of this many instructions or more is lowered while it runs and freed behind the
-  // run, so that memory stays flat (kernels that can: engine_stream, matmul; one core only).
+  // A program of this many instructions or more (the kernel's estimate) is lowered while it runs
+  // and freed behind the run, so that memory stays flat (kernels that can: engine_stream, matmul,
+  // mlp; one core only).
   uint64_t stream_from = workloads::kStreamFromDefault;
 };
 

@@ -87,3 +87,22 @@ TEST_CASE("a matmul below stream_from is lowered whole") {
   w.stream_from = 10;
   CHECK(workloads::lower(w, config::trn2(), false).program.feed != nullptr);
 }
+
+TEST_CASE("max_instructions bounds a matmul held whole and not a streamed one") {
+  config::ArchConfig arch = config::trn2();
+  arch.max_instructions = 10;  // the program has 16
+  auto w = workloads::parse_workload(
+      R"({"kernel": "matmul", "strategy": 1, "shape": [256, 256, 512], "dtype": "bf16"})",
+      "m.json");
+  CHECK_THROWS_AS(workloads::lower(w, arch, false), workloads::WorkloadError);
+  w.stream_from = 16;
+  auto k = workloads::lower(w, arch, false);
+  REQUIRE(k.program.feed != nullptr);
+  for (Engine e : kAllEngines) {
+    for (size_t i = 0; k.program.has(e, i); ++i) {
+    }
+  }
+  k.program.feed->rethrow_error();  // the replay went through
+  CHECK(k.program.feed->ended());
+  CHECK(k.program.instruction_count() == 16);
+}

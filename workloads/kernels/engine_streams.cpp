@@ -59,6 +59,7 @@ EngineStreams::EngineStreams(isa::Program& program, const config::ArchConfig& ar
 }
 
 uint16_t EngineStreams::add_queue(const std::string& name) {
+  if (replay_.numbering) throw std::logic_error("EngineStreams: a queue added while replaying");
   const uint16_t q = program_.add_queue(name);
   queue_total_.resize(program_.queues.size(), 0);
   return q;
@@ -75,7 +76,8 @@ void EngineStreams::reserve(Engine engine, uint64_t n) {
 }
 
 Completion EngineStreams::emit(isa::Instruction in, const Completions& after) {
-  if (++instructions_ > arch_.max_instructions) {
+  // The limit bounds the memory of a program held whole; a streamed one is not held.
+  if (++instructions_ > arch_.max_instructions && mode_ == Mode::store && !replay_.numbering) {
     throw WorkloadError(file_, "/shape",
                         fmt::format("the kernel lowers to more than {} instructions, the most one "
                                     "kernel may hold; use larger tiles or blocks (params)",
@@ -111,8 +113,15 @@ Completion EngineStreams::emit(isa::Instruction in, const Completions& after) {
     if (!replaying) waited_for_[e].push_back();
   }
   ++per_engine_[e];
+  collectives_ = collectives_ || isa::is_collective(in.opcode);
   if (replaying) {
     const StreamNumbering& numbering = *replay_.numbering;
+    // The replay must emit what the counting pass counted, or the numbers are wrong.
+    if (per_engine_[e] > numbering.instructions[e]) {
+      throw std::logic_error(fmt::format(
+          "EngineStreams: the replay emits more {} instructions than the counting pass ({})",
+          name_of(in.engine), numbering.instructions[e]));
+    }
     const Engine engine = in.engine;
     finalize(in, e, isa::is_dma(in.opcode) ? 0 : signalled_[e], numbering.waited_for);
     replay_.append(std::move(in));
@@ -150,8 +159,10 @@ void EngineStreams::finish(std::function<void(EngineStreams&)> emit_again) {
                            Replay{counted, [&](isa::Instruction in) { feed.append(std::move(in)); },
                                   [&](Engine e) { feed.end_of(e); }});
       emit_again(replay);
+      replay.check_replayed();
     });
     program_.feed->expected_instructions = instructions_;
+    program_.feed->collectives = collectives_;
     return;
   }
   for (auto& w : waited_for_) w.seal();
@@ -160,6 +171,16 @@ void EngineStreams::finish(std::function<void(EngineStreams&)> emit_again) {
     int64_t provisional = 0;
     for (auto& in : program_.stream(engine)) {
       finalize(in, e, isa::is_dma(in.opcode) ? 0 : ++provisional, waited_for_);
+    }
+  }
+}
+
+void EngineStreams::check_replayed() const {
+  for (int e = 0; e < kEngineCount; ++e) {
+    if (per_engine_[e] != replay_.numbering->instructions[e]) {
+      throw std::logic_error(
+          fmt::format("EngineStreams: the replay emitted {} {} instructions, the counting pass {}",
+                      per_engine_[e], name_of(kAllEngines[e]), replay_.numbering->instructions[e]));
     }
   }
 }

@@ -121,7 +121,7 @@ class EngineStreams {
   };
 
   // Instructions beyond arch.max_instructions are refused with a WorkloadError naming
-  // `file` /shape.
+  // `file` /shape, in Mode::store only (the limit bounds the memory of a program held whole).
   EngineStreams(isa::Program& program, const config::ArchConfig& arch, std::string file,
                 Mode mode = Mode::store);
   // `program` holds the semaphores and queues the counting pass left (no instructions are
@@ -152,10 +152,13 @@ class EngineStreams {
   // everything it uses (it runs after the lowering has returned).
   void finish(std::function<void(EngineStreams&)> emit_again = nullptr);
 
- private:
-  // Mode::count, after the last emit(): what the streaming pass needs.
+  // Mode::count, after the last emit(), once (finish() calls it): what a Replay needs.
   std::shared_ptr<const StreamNumbering> numbering();
+  // A Replay, after the last emit(): throws std::logic_error unless it emitted, engine by engine,
+  // as many instructions as the counting pass (more is refused by emit() itself).
+  void check_replayed() const;
 
+ private:
   // An update on `in` if it is waited for (provisional number n on engine e), and the waits'
   // final numbers.
   void finalize(isa::Instruction& in, int e, int64_t n,
@@ -168,6 +171,7 @@ class EngineStreams {
   Replay replay_;  // set for a streaming pass
   uint64_t instructions_ = 0;
   std::array<uint64_t, kEngineCount> per_engine_{};
+  bool collectives_ = false;  // a collective was emitted (a streamed program says so)
   std::array<int32_t, kEngineCount> engine_semaphore_;
   // Provisional numbering: the n-th non-DMA instruction of an engine completes as n.
   std::array<int64_t, kEngineCount> signalled_{};

@@ -382,7 +382,11 @@ LoweredKernel lower_matmul(const Workload& w, const config::ArchConfig& arch, bo
       rest = MT * NT * kb + 2 * nb * MT;
   }
   const double estimate = (matmuls + loads + rest) * static_cast<double>(c.batch);
-  if (estimate > static_cast<double>(arch.max_instructions)) {
+  // A program of stream_from instructions or more is streamed: lowered once to count (what
+  // EngineStreams needs to write each instruction final), then again while the run reads it.
+  // max_instructions bounds the memory of a program held whole; a streamed one is not held.
+  const bool streamed = estimate >= static_cast<double>(w.stream_from);
+  if (!streamed && estimate > static_cast<double>(arch.max_instructions)) {
     throw WorkloadError(
         w.file, "/shape",
         fmt::format("[{}, {}, {}] with matmul strategy {} lowers to about {:.0f} "
@@ -413,9 +417,6 @@ LoweredKernel lower_matmul(const Workload& w, const config::ArchConfig& arch, bo
                      : HbmMatrix{"b", p.add_dram_tensor("b", dt, {BB * K, N}).address, K, N};
   const HbmMatrix c_hbm{"c", p.add_dram_tensor("c", dt, {B * M, N}).address, M, N};
 
-  // A program of stream_from instructions or more is streamed: lowered once to count (what
-  // EngineStreams needs to write each instruction final), then again while the run reads it.
-  const bool streamed = estimate >= static_cast<double>(w.stream_from);
   EngineStreams streams(p, arch, w.file,
                         streamed ? EngineStreams::Mode::count : EngineStreams::Mode::store);
   // The streams' sizes, from the counts above (upper bounds for the engines that share `rest`).

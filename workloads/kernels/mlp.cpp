@@ -274,7 +274,10 @@ LoweredKernel lower_mlp(const Workload& w, const config::ArchConfig& arch, bool 
   const double estimate =
       chunks * (DT + FT * DT + FT + DC * FT * m_tiles + DC * m_tiles * 2 + 2 * FT +
                 DC * ceil_div(F, plan.w2_rows) + ceil_div(F, plan.w1_cols));
-  if (estimate > static_cast<double>(arch.max_instructions)) {
+  // A program of stream_from instructions or more is streamed (EngineStreams::finish), on one
+  // core only. max_instructions bounds the memory of a program held whole.
+  const bool streamed = ranks == 1 && estimate >= static_cast<double>(w.stream_from);
+  if (!streamed && estimate > static_cast<double>(arch.max_instructions)) {
     throw WorkloadError(
         w.file, "/shape",
         fmt::format("mlp [{}, {}, {}] lowers to about {:.0f} instructions; a kernel "
@@ -300,11 +303,8 @@ LoweredKernel lower_mlp(const Workload& w, const config::ArchConfig& arch, bool 
       ranks > 1 ? HbmMatrix{"y_partial", p.add_dram_tensor("y_partial", dt, {M, D}).address, M, D}
                 : y;
 
-  // A program of stream_from instructions or more is streamed (EngineStreams::finish).
   EngineStreams streams(p, arch, w.file,
-                        estimate >= static_cast<double>(w.stream_from)
-                            ? EngineStreams::Mode::count
-                            : EngineStreams::Mode::store);
+                        streamed ? EngineStreams::Mode::count : EngineStreams::Mode::store);
   const uint16_t q_x = streams.add_queue("q_load_x");
   const uint16_t q_w1 = streams.add_queue("q_load_w1");
   const uint16_t q_w2 = streams.add_queue("q_load_w2");

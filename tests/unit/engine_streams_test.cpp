@@ -1,0 +1,149 @@
+// EngineStreams' two ways to a program: whole (store, then finish() renumbers), and streamed
+// (a counting pass, then a Replay that writes each instruction final as it is emitted).
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <stdexcept>
+#include <utility>
+#include <vector>
+
+#include "config/arch.hpp"
+#include "isa/program.hpp"
+#include "workloads/kernels/engine_streams.hpp"
+
+using trnsim::Engine;
+using trnsim::isa::Instruction;
+using trnsim::isa::Program;
+using trnsim::workloads::Completion;
+using trnsim::workloads::Completions;
+using trnsim::workloads::EngineStreams;
+using trnsim::workloads::WaitedFor;
+
+namespace {
+
+Instruction nop(Engine e) {
+  Instruction in;
+  in.opcode = trnsim::isa::Opcode::nop;
+  in.engine = e;
+  return in;
+}
+
+// VectorE runs 150 instructions (numbers past two 64-bit words); TensorE waits for every third
+// of them, and VectorE's last waits for TensorE's last. `vector_extra` more on VectorE at the end.
+void emit_all(EngineStreams& s, int vector_extra = 0) {
+  std::vector<Completion> dve;
+  for (int i = 0; i < 150; ++i) dve.push_back(s.emit(nop(Engine::vector), {}));
+  Completion pe;
+  for (int i = 0; i < 150; i += 3) pe = s.emit(nop(Engine::tensor), dve[i]);
+  s.emit(nop(Engine::vector), pe);
+  for (int i = 0; i < vector_extra; ++i) s.emit(nop(Engine::vector), {});
+}
+
+}  // namespace
+
+TEST_CASE("WaitedFor ranks across its 64-bit words", "[unit][engine_streams]") {
+  WaitedFor w;
+  for (int n = 1; n < 256; ++n) w.push_back();
+  for (uint64_t n : {1, 63, 64, 127, 128, 200}) w.set(n);
+  w.seal();
+  CHECK_FALSE(w[0]);
+  CHECK(w[63]);
+  CHECK(w[64]);
+  CHECK_FALSE(w[65]);
+  CHECK(w.rank(0) == 0);
+  CHECK(w.rank(1) == 1);
+  CHECK(w.rank(62) == 1);
+  CHECK(w.rank(63) == 2);
+  CHECK(w.rank(64) == 3);
+  CHECK(w.rank(126) == 3);
+  CHECK(w.rank(127) == 4);
+  CHECK(w.rank(128) == 5);
+  CHECK(w.rank(199) == 5);
+  CHECK(w.rank(200) == 6);
+  CHECK(w.rank(255) == 6);
+}
+
+TEST_CASE("EngineStreams replay writes what finish writes and ends each engine at its last",
+          "[unit][engine_streams]") {
+  const auto arch = trnsim::config::trn2();
+  Program whole;
+  EngineStreams store(whole, arch, "w.json");
+  emit_all(store);
+  store.finish();
+
+  Program counted;
+  EngineStreams count(counted, arch, "w.json", EngineStreams::Mode::count);
+  emit_all(count);
+  CHECK(counted.instruction_count() == 0);  // counting keeps nothing
+  CHECK(counted.semaphores.size() == whole.semaphores.size());
+
+  Program meta = counted, replayed = counted;
+  std::vector<std::pair<bool, Engine>> events;  // (appended, engine) or (ended, engine)
+  EngineStreams replay(meta, arch, "w.json",
+                       EngineStreams::Replay{count.numbering(),
+                                             [&](Instruction in) {
+                                               events.emplace_back(true, in.engine);
+                                               replayed.stream(in.engine).push_back(std::move(in));
+                                             },
+                                             [&](Engine e) { events.emplace_back(false, e); }});
+  // The engines with no instructions are ended before anything is emitted.
+  REQUIRE(events.size() == 3);
+  for (const auto& [appended, e] : events) {
+    CHECK_FALSE(appended);
+    CHECK((e == Engine::scalar || e == Engine::gpsimd || e == Engine::sync));
+  }
+  emit_all(replay);
+  CHECK_NOTHROW(replay.check_replayed());
+  // TensorE ends right after its 50th instruction, VectorE after its 151st, each once.
+  std::vector<std::pair<bool, Engine>> after(events.begin() + 3, events.end());
+  REQUIRE(after.size() == 151 + 50 + 2);
+  const auto tensor_end =
+      std::find(after.begin(), after.end(), std::make_pair(false, Engine::tensor));
+  REQUIRE(tensor_end != after.end());
+  CHECK(std::count(after.begin(), tensor_end, std::make_pair(true, Engine::tensor)) == 50);
+  CHECK(after.back() == std::make_pair(false, Engine::vector));
+  CHECK(after[after.size() - 2] == std::make_pair(true, Engine::vector));
+
+  for (Engine e : trnsim::kAllEngines) {
+    INFO(trnsim::name_of(e));
+    REQUIRE(replayed.stream(e).size() == whole.stream(e).size());
+    for (size_t i = 0; i < whole.stream(e).size(); ++i) {
+      const Instruction& a = whole.stream(e)[i];
+      const Instruction& b = replayed.stream(e)[i];
+      REQUIRE(a.waits.size() == b.waits.size());
+      for (size_t k = 0; k < a.waits.size(); ++k) {
+        CHECK(a.waits[k].semaphore == b.waits[k].semaphore);
+        CHECK(a.waits[k].value == b.waits[k].value);
+      }
+      REQUIRE(a.updates.size() == b.updates.size());
+      for (size_t k = 0; k < a.updates.size(); ++k) {
+        CHECK(a.updates[k].semaphore == b.updates[k].semaphore);
+      }
+    }
+  }
+  // TensorE waited for VectorE 1, 4, 7, ...: the 50 waited-for are numbered 1..50.
+  CHECK(whole.stream(Engine::tensor)[49].waits.at(0).value == 50);
+  CHECK(whole.stream(Engine::vector)[147].updates.size() == 1);  // number 148 = 3 x 49 + 1
+  CHECK(whole.stream(Engine::vector)[148].updates.empty());
+}
+
+TEST_CASE("EngineStreams replay that strays from the counting pass is an internal error",
+          "[unit][engine_streams]") {
+  const auto arch = trnsim::config::trn2();
+  Program counted;
+  EngineStreams count(counted, arch, "w.json", EngineStreams::Mode::count);
+  emit_all(count, 1);
+  const auto numbering = count.numbering();
+  auto replay_of = [&](Program& meta) {
+    return EngineStreams(meta, arch, "w.json",
+                         EngineStreams::Replay{numbering, [](Instruction) {}, [](Engine) {}});
+  };
+  Program fewer_meta = counted;
+  EngineStreams fewer = replay_of(fewer_meta);
+  emit_all(fewer);  // one VectorE instruction short
+  CHECK_THROWS_AS(fewer.check_replayed(), std::logic_error);
+  Program more_meta = counted;
+  EngineStreams more = replay_of(more_meta);
+  CHECK_THROWS_AS(emit_all(more, 2), std::logic_error);
+  CHECK_THROWS_AS(more.add_queue("late"), std::logic_error);
+}
