@@ -54,10 +54,10 @@ class MemoryModel {
   Picoseconds lookahead() const { return lookahead_; }
 
   // Completed transfers in completion order (times never decrease). The caller delivers them
-  // and calls consume_completions() once it has delivered all of them; their ids (and table
+  // and calls consume_completions(n) for the first n it has delivered; their ids (and table
   // entries) are then reused, so the tables hold the transfers in flight, not the whole run.
   const std::vector<uint32_t>& completions() const { return book_.completions(); }
-  void consume_completions() { book_.consume_completions(); }
+  void consume_completions(size_t delivered) { book_.consume_completions(delivered); }
 
   // A transfer by id: valid from submit() until its completion is consumed.
   const DmaTransfer& transfer(uint32_t id) const { return book_[id]; }

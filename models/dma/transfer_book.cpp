@@ -60,9 +60,10 @@ void TransferBook::data_done(uint32_t id, Picoseconds now) {
   if (q.head == kNone) q.tail = kNone;
 }
 
-void TransferBook::consume_completions() {
-  free_transfers_.insert(free_transfers_.end(), completions_.begin(), completions_.end());
-  completions_.clear();
+void TransferBook::consume_completions(size_t delivered) {
+  const auto end = completions_.begin() + static_cast<std::ptrdiff_t>(delivered);
+  free_transfers_.insert(free_transfers_.end(), completions_.begin(), end);
+  completions_.erase(completions_.begin(), end);
 }
 
 }  // namespace trnsim::models

@@ -116,7 +116,8 @@ class TransferBook {
   // complete, in queue order, unless a transfer ahead of it on its queue is still moving.
   void data_done(uint32_t id, Picoseconds now);
   const std::vector<uint32_t>& completions() const { return completions_; }
-  void consume_completions();
+  // The first `delivered` completions were delivered: their ids are free for new transfers.
+  void consume_completions(size_t delivered);
   size_t submitted() const { return submitted_; }
   size_t incomplete() const { return submitted_ - completed_; }
 

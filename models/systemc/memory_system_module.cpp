@@ -27,8 +27,10 @@ void MemorySystemModule::run() {
     memory_.run_until(now() + memory_.lookahead());
     const auto& done = memory_.completions();
     while (next < done.size() && memory_.transfer(done[next]).end <= now()) deliver(done[next++]);
-    if (next == done.size()) {
-      memory_.consume_completions();
+    // The delivered ones free their ids, even while later completions wait for their time: a
+    // model that runs ahead always has one waiting, and the table would grow with the run.
+    if (next > 0) {
+      memory_.consume_completions(next);
       next = 0;
     }
     int64_t wake = kNever;
