@@ -1,5 +1,7 @@
 #include "models/dma/transfer_book.hpp"
 
+#include <cassert>
+
 namespace trnsim::models {
 
 TransferBook::TransferBook(const config::ArchConfig& arch, uint32_t cores, size_t max_transfers)
@@ -61,6 +63,7 @@ void TransferBook::data_done(uint32_t id, Picoseconds now) {
 }
 
 void TransferBook::consume_completions(size_t delivered) {
+  assert(delivered <= completions_.size());
   const auto end = completions_.begin() + static_cast<std::ptrdiff_t>(delivered);
   free_transfers_.insert(free_transfers_.end(), completions_.begin(), end);
   completions_.erase(completions_.begin(), end);

@@ -30,10 +30,11 @@ namespace {
 using Intervals = std::vector<std::pair<Picoseconds, Picoseconds>>;
 
 // Adds [start, end) to intervals kept sorted and disjoint (touching ones merged): the list holds
-// the pieces of the union so far, not an entry per record, so it stays as small as the gaps
-// still open however long the run. Records come about in the order they end, so the intervals a
-// new one merges with are at the back.
+// the pieces of the union so far, not an entry per record: one per gap between them (few on a
+// busy DMA, about one per transfer where the DMAs idle between transfers). Records come about in
+// the order they end, so the intervals a new one merges with are at the back.
 void add_interval(Intervals& v, Picoseconds start, Picoseconds end) {
+  if (!(start < end)) return;  // adds nothing to the union (merged() drops it too)
   // The first interval that ends at or after `start` (the ends of disjoint, sorted intervals
   // increase too), and the first after it that starts after `end`.
   const auto first = std::lower_bound(

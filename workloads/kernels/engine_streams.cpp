@@ -113,11 +113,20 @@ Completion EngineStreams::emit(isa::Instruction in, const Completions& after) {
     if (!replaying) waited_for_[e].push_back();
   }
   ++per_engine_[e];
+  // Records, transfers and the engines index a stream with 32 bits; a streamed program is not
+  // held to max_instructions, so this is its bound.
+  if (per_engine_[e] > UINT32_MAX) {
+    throw WorkloadError(file_, "/shape",
+                        fmt::format("the kernel lowers to more than {} instructions on {}, the "
+                                    "most a stream can index; use larger tiles or blocks (params)",
+                                    UINT32_MAX, name_of(in.engine)));
+  }
   collectives_ = collectives_ || isa::is_collective(in.opcode);
   if (replaying) {
     const StreamNumbering& numbering = *replay_.numbering;
     // The replay must emit what the counting pass counted, or the numbers are wrong.
-    if (per_engine_[e] > numbering.instructions[e]) {
+    if (per_engine_[e] > numbering.instructions[e] ||
+        static_cast<uint64_t>(signalled_[e]) >= numbering.waited_for[e].size()) {
       throw std::logic_error(fmt::format(
           "EngineStreams: the replay emits more {} instructions than the counting pass ({})",
           name_of(in.engine), numbering.instructions[e]));

@@ -87,6 +87,7 @@ class WaitedFor {
     ++size_;
   }
   void set(uint64_t n) { words_[n / 64] |= uint64_t{1} << (n % 64); }
+  uint64_t size() const { return size_; }  // numbers 0 .. size() - 1
   bool operator[](uint64_t n) const { return (words_[n / 64] >> (n % 64) & 1) != 0; }
   // Call after the last set(): rank() needs the counts before each word.
   void seal();
