@@ -109,11 +109,12 @@ LoweredKernel lower_engine_stream(const Workload& w, const config::ArchConfig& a
       }
     }
   };
-  if (c.instructions + 2 >= w.stream_from) {
+  const uint64_t total = c.instructions + 2;  // with the load and the store
+  if (total >= w.stream_from) {
     p.feed = std::make_shared<ThreadFeed>([lower](ThreadFeed& feed) {
       lower([&](Instruction in) { feed.append(std::move(in)); }, [&](Engine e) { feed.end_of(e); });
     });
-    p.feed->expected_instructions = c.instructions + 2;
+    p.feed->expected_instructions = total;
   } else {
     lower([&](const Instruction& in) { p.stream(in.engine).push_back(in); }, [](Engine) {});
   }

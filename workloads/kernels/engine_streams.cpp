@@ -50,7 +50,11 @@ EngineStreams::EngineStreams(isa::Program& program, const config::ArchConfig& ar
 
 EngineStreams::EngineStreams(isa::Program& program, const config::ArchConfig& arch,
                              std::string file, Replay replay)
-    : program_(program), arch_(arch), file_(std::move(file)), replay_(std::move(replay)) {
+    : program_(program),
+      arch_(arch),
+      file_(std::move(file)),
+      mode_(Mode::replay),
+      replay_(std::move(replay)) {
   engine_semaphore_ = replay_.numbering->engine_semaphore;
   queue_total_.resize(program_.queues.size(), 0);
   for (Engine e : kAllEngines) {
@@ -59,14 +63,16 @@ EngineStreams::EngineStreams(isa::Program& program, const config::ArchConfig& ar
 }
 
 uint16_t EngineStreams::add_queue(const std::string& name) {
-  if (replay_.numbering) throw std::logic_error("EngineStreams: a queue added while replaying");
+  if (mode_ == Mode::replay) {
+    throw std::logic_error("EngineStreams: a queue added while replaying");
+  }
   const uint16_t q = program_.add_queue(name);
   queue_total_.resize(program_.queues.size(), 0);
   return q;
 }
 
 void EngineStreams::reserve(Engine engine, uint64_t n) {
-  if (mode_ != Mode::store || replay_.numbering) return;  // nothing is kept in the program
+  if (mode_ != Mode::store) return;  // nothing is kept in the program
   auto& stream = program_.stream(engine);
   const uint64_t want = stream.size() + std::min<uint64_t>(n, arch_.max_instructions);
   try {
@@ -77,7 +83,7 @@ void EngineStreams::reserve(Engine engine, uint64_t n) {
 
 Completion EngineStreams::emit(isa::Instruction in, const Completions& after) {
   // The limit bounds the memory of a program held whole; a streamed one is not held.
-  if (++instructions_ > arch_.max_instructions && mode_ == Mode::store && !replay_.numbering) {
+  if (++instructions_ > arch_.max_instructions && mode_ == Mode::store) {
     throw WorkloadError(file_, "/shape",
                         fmt::format("the kernel lowers to more than {} instructions, the most one "
                                     "kernel may hold; use larger tiles or blocks (params)",
@@ -86,7 +92,7 @@ Completion EngineStreams::emit(isa::Instruction in, const Completions& after) {
   const int e = index_of(in.engine);
   auto& known = known_[e];
   known.resize(program_.semaphores.size(), 0);
-  const bool replaying = replay_.numbering != nullptr;
+  const bool replaying = mode_ == Mode::replay;
   for (const Completion& c : after.items()) {
     // The engine's own instructions complete in stream order.
     if (static_cast<int32_t>(c.semaphore) == engine_semaphore_[e]) continue;
@@ -156,7 +162,7 @@ void EngineStreams::finalize(isa::Instruction& in, int e, int64_t n,
 }
 
 void EngineStreams::finish(std::function<void(EngineStreams&)> emit_again) {
-  if (replay_.numbering) return;
+  if (mode_ == Mode::replay) return;
   if (mode_ == Mode::count) {
     if (!emit_again)
       throw std::logic_error("EngineStreams::finish: a counting pass needs its replay");

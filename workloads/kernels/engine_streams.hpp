@@ -111,8 +111,9 @@ struct StreamNumbering {
 class EngineStreams {
  public:
   enum class Mode {
-    store,  // into the program's streams; finish() then puts the updates in and renumbers
-    count,  // keep nothing: a first pass for a streamed program (numbering())
+    store,   // into the program's streams; finish() then puts the updates in and renumbers
+    count,   // keep nothing: a first pass for a streamed program (numbering())
+    replay,  // hand each instruction on final (the Replay constructor)
   };
   // A second pass that hands each instruction on final, as it is emitted.
   struct Replay {
@@ -169,7 +170,7 @@ class EngineStreams {
   const config::ArchConfig& arch_;
   std::string file_;
   Mode mode_ = Mode::store;
-  Replay replay_;  // set for a streaming pass
+  Replay replay_;  // Mode::replay
   uint64_t instructions_ = 0;
   std::array<uint64_t, kEngineCount> per_engine_{};
   bool collectives_ = false;  // a collective was emitted (a streamed program says so)
