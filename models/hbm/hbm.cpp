@@ -56,6 +56,8 @@ HbmModel::HbmModel(const config::ArchConfig& arch, uint32_t stacks)
     ch.queue.reserve(256);
     for (auto& t : ch.last_acts) t = Picoseconds(-1000000000);
     ch.stack = static_cast<uint32_t>(c / hbm_.pseudo_channels);
+    for (uint32_t b = 0; b < hbm_.banks(); ++b)
+      ch.banks[b].period = refresh_offsets_[b] - t_refi_.value;
   }
 }
 
@@ -106,24 +108,25 @@ int64_t HbmModel::refresh_periods(int64_t n) const {
   return static_cast<int64_t>(q);
 }
 
-Picoseconds HbmModel::refresh_overlapping(uint32_t bank, Picoseconds from, Picoseconds to) const {
-  if (t_refi_.value <= 0 || t_rfc_.value <= 0) return Picoseconds(kNever);
+int64_t HbmModel::period_start(const Bank& b, uint32_t bank, int64_t t) const {
+  if (t >= b.period && t - b.period < t_refi_.value) return b.period;
   const int64_t offset = refresh_offset(bank);
-  const int64_t rel = from.value - offset;
-  int64_t k = rel < 0 ? -1 : refresh_periods(rel);
-  for (int i = 0; i < 2; ++i, ++k) {
-    if (k < 0) continue;
-    const int64_t start = offset + k * t_refi_.value;
+  const int64_t rel = t - offset;
+  const int64_t k = rel < 0 ? -1 : refresh_periods(rel);
+  b.period = offset + k * t_refi_.value;
+  return b.period;
+}
+
+Picoseconds HbmModel::refresh_overlapping(const Bank& b, uint32_t bank, Picoseconds from,
+                                          Picoseconds to) const {
+  if (!refreshes()) return Picoseconds(kNever);
+  const int64_t offset = refresh_offset(bank);
+  int64_t start = period_start(b, bank, from.value);
+  for (int i = 0; i < 2; ++i, start += t_refi_.value) {
+    if (start < offset) continue;  // before the bank's first refresh
     if (start < to.value && start + t_rfc_.value > from.value) return Picoseconds(start);
   }
   return Picoseconds(kNever);
-}
-
-bool HbmModel::refreshed_between(uint32_t bank, Picoseconds from, Picoseconds to) const {
-  if (t_refi_.value <= 0 || t_rfc_.value <= 0) return false;
-  const int64_t offset = refresh_offset(bank);
-  auto starts_up_to = [&](int64_t t) { return t < offset ? 0 : refresh_periods(t - offset) + 1; };
-  return starts_up_to(to.value) > starts_up_to(from.value);
 }
 
 HbmModel::Plan HbmModel::plan(const Channel& ch, const Piece& p) const {
@@ -131,14 +134,14 @@ HbmModel::Plan HbmModel::plan(const Channel& ch, const Piece& p) const {
   Plan r;
   const Picoseconds s = p.arrival;
   bool open = b.open_row >= 0;
-  if (open && refreshed_between(p.bank, b.last_use, s)) {
+  if (open && b.next_refresh <= s) {
     open = false;  // a refresh precharged the bank since it was last used
     r.refreshed = true;
   }
   const Picoseconds access = times(t_burst_, p.bursts) + (p.write ? t_cwl_ : t_cl_);
   if (open && b.open_row == static_cast<int64_t>(p.row)) {
     const Picoseconds col = max(s, b.col_ready);
-    if (refresh_overlapping(p.bank, col, col + access).value == kNever) {
+    if (refresh_overlapping(b, p.bank, col, col + access).value == kNever) {
       r.outcome = RowOutcome::hit;
       r.hit_planned = true;
       r.data_start = col + (p.write ? t_cwl_ : t_cl_);
@@ -159,7 +162,7 @@ HbmModel::Plan HbmModel::plan(const Channel& ch, const Piece& p) const {
     }
     act = max(act, ch.last_act + t_rrd_);
     act = max(act, ch.last_acts[ch.act_ring] + t_faw_);  // the 4th most recent activate
-    const Picoseconds ref = refresh_overlapping(p.bank, act, act + t_rcd_ + access);
+    const Picoseconds ref = refresh_overlapping(b, p.bank, act, act + t_rcd_ + access);
     if (ref.value != kNever) {
       act = max(act, ref + t_rfc_);
       r.refreshed = true;
@@ -233,6 +236,9 @@ HbmServed HbmModel::decide(uint32_t channel, Picoseconds now) {
   // Write recovery before a precharge; a read needs tRTP after its last column command.
   b.pre_ready = max(b.pre_ready, p.write ? data_end + t_wr_ : data_end - t_cl_ + t_rtp_);
   b.last_use = data_end;
+  if (refreshes()) {
+    b.next_refresh = Picoseconds(period_start(b, p.bank, data_end.value) + t_refi_.value);
+  }
   ch.bank_group_free[p.bank_group] = best_plan.data_start + times(t_ccd_l_, p.bursts);
   if (ch.bus_free.value > 0 && ch.last_write != p.write) ++counters_.turnarounds;
   ch.bus_free = data_end;

@@ -163,6 +163,13 @@ class HbmModel {
     Picoseconds col_ready;  // earliest column command to the open row (tRCD after ACT)
     Picoseconds pre_ready;  // earliest precharge (tRAS, tRTP, write recovery)
     Picoseconds last_use;   // end of the last data burst
+    // The first refresh of the bank to start after last_use (kNever without refresh): a row
+    // left open is closed by then.
+    Picoseconds next_refresh{kNever};
+    // A memo for period_start(): the start of the bank's refresh period last asked for
+    // (offset + k tREFI; k = -1 before the first refresh). Time moves forward, so the next
+    // question nearly always falls in the same period.
+    mutable int64_t period = 0;
   };
   struct Channel {
     PieceQueue queue;
@@ -187,9 +194,13 @@ class HbmModel {
   };
 
   Plan plan(const Channel& ch, const Piece& p) const;
-  // Start of the first refresh of `bank` that overlaps [from, to), or kNever.
-  Picoseconds refresh_overlapping(uint32_t bank, Picoseconds from, Picoseconds to) const;
-  bool refreshed_between(uint32_t bank, Picoseconds from, Picoseconds to) const;
+  // Start of the first refresh of `bank` (state `b`) that overlaps [from, to), or kNever.
+  Picoseconds refresh_overlapping(const Bank& b, uint32_t bank, Picoseconds from,
+                                  Picoseconds to) const;
+  // The last refresh start of `bank` at or before t >= 0 (offset - tREFI before the first).
+  // Needs refresh (tREFI and tRFC above 0).
+  int64_t period_start(const Bank& b, uint32_t bank, int64_t t) const;
+  bool refreshes() const { return t_refi_.value > 0 && t_rfc_.value > 0; }
   int64_t refresh_offset(uint32_t bank) const;
   int64_t refresh_periods(int64_t n) const;  // floor(n / tREFI), n >= 0
 
