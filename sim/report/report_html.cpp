@@ -9,6 +9,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <stdexcept>
 #include <unordered_map>
 
 #include "models/neuroncore/cost.hpp"
@@ -57,6 +58,20 @@ std::string script_json(const json& j) {
     }
   }
   return out;
+}
+
+// Writes a run block's "labels" as the JSON text nlohmann::json would write for the array,
+// one label at a time: a json value per label costs about 80 bytes, and the copies a block's
+// text goes through multiply it, where a long run has hundreds of thousands of labels.
+void write_labels(OutputFile& out, const std::vector<std::string_view>& labels) {
+  out.write("[");
+  std::string one;
+  for (size_t i = 0; i < labels.size(); ++i) {
+    if (i != 0) out.write(",");
+    one = script_json(json(labels[i]));
+    out.write(one);
+  }
+  out.write("]");
 }
 
 std::string html_text(std::string_view s) {
@@ -199,6 +214,16 @@ void write_page(OutputFile& out, std::string_view title, F&& write_runs) {
 
 void write_run_open(OutputFile& out, const std::string& block) {
   out.write(fmt::format("{}\n{}\n{}\n{}\n", kRunOpen, block, kClose, kEventsOpen));
+}
+
+// The same, with `labels` written in place of the block's `length` characters at `at`.
+void write_run_open(OutputFile& out, std::string_view block, size_t at, size_t length,
+                    const std::vector<std::string_view>& labels) {
+  out.write(fmt::format("{}\n", kRunOpen));
+  out.write(block.substr(0, at));
+  write_labels(out, labels);
+  out.write(block.substr(at + length));
+  out.write(fmt::format("\n{}\n{}\n", kClose, kEventsOpen));
 }
 
 }  // namespace
@@ -446,17 +471,17 @@ std::string directory_name(const std::string& dir) {
 }
 }  // namespace
 
-std::string ReportWriter::run_json(const json& stats, const std::string& out_dir,
-                                   const std::vector<std::string_view>& labels,
-                                   bool labels_cut) const {
+void ReportWriter::write_run(const json& stats, const std::string& out_dir,
+                             const std::vector<std::string_view>& labels, bool labels_cut) {
   json lanes = json::array();
   for (const TraceLane& l : trace_lanes(program_, arch_, cores_)) {
     lanes.push_back({{"pid", l.pid}, {"tid", l.tid}, {"process", l.process}, {"name", l.name}});
   }
   json opcodes = json::array();
   for (const isa::OpcodeInfo& o : isa::opcode_table()) opcodes.push_back(o.name);
-  json label_list = json::array();
-  for (std::string_view l : labels) label_list.push_back(std::string(l));
+  // The labels go into the text where this placeholder is (a control character no label of
+  // this block can hold unescaped, so its first match as the top-level key's value is it).
+  const std::string placeholder = std::string(1, '\0') + "trnsim labels";
   json engines = json::array();
   for (Engine e : kAllEngines) {
     engines.push_back({{"name", name_of(e)}, {"key", key_of(e)}});
@@ -473,13 +498,22 @@ std::string ReportWriter::run_json(const json& stats, const std::string& out_dir
       {"engines", engines},
       {"names", names_},
       {"opcodes", opcodes},
-      {"labels", label_list},
+      {"labels", placeholder},
       {"labels_cut", labels_cut},
       {"stats", stats}};
-  if (source_ps_.empty()) return script_json(block);
-  json with_sources = block;
-  with_sources["sources"] = sources_json();
-  return script_json(with_sources);
+  std::string text;
+  if (source_ps_.empty()) {
+    text = script_json(block);
+  } else {
+    json with_sources = block;
+    with_sources["sources"] = sources_json();
+    text = script_json(with_sources);
+  }
+  const std::string name = "\"labels\":";
+  const std::string value = json(placeholder).dump();
+  const size_t at = text.find(name + value);
+  if (at == std::string::npos) throw std::logic_error("report: no place for the labels");
+  write_run_open(file_, text, at + name.size(), value.size(), labels);
 }
 
 uint32_t ReportWriter::label_now(const isa::Program& program, const isa::Instruction& in) {
@@ -487,16 +521,33 @@ uint32_t ReportWriter::label_now(const isa::Program& program, const isa::Instruc
   // file:line where it has no label), in the order the records come.
   const std::string& l = in.label.empty() ? program.source_of(in) : in.label;
   if (l.empty()) return kNoLabel;
-  const auto it = streamed_label_ids_.find(l);
-  if (it != streamed_label_ids_.end()) return it->second;
-  if (streamed_label_bytes_ + l.size() > kMaxLabelBytes) {
+  std::vector<uint32_t>& slots = streamed_label_slots_;
+  if (slots.empty()) slots.assign(1024, kNoLabel);
+  const std::hash<std::string_view> hash;
+  size_t i = hash(l) & (slots.size() - 1);
+  for (; slots[i] != kNoLabel; i = (i + 1) & (slots.size() - 1)) {
+    if (streamed_labels_[slots[i]] == l) return slots[i];
+  }
+  std::string& text = streamed_label_text_;
+  if (text.size() + l.size() > kMaxLabelBytes) {
     streamed_labels_cut_ = true;
     return kNoLabel;
   }
-  streamed_label_bytes_ += l.size();
+  if (text.capacity() < kMaxLabelBytes) text.reserve(kMaxLabelBytes);  // pages used as filled
+  const size_t at = text.size();
+  text += l;
+  const std::string_view view(text.data() + at, l.size());
   const auto id = static_cast<uint32_t>(streamed_labels_.size());
-  streamed_labels_.push_back(l);
-  streamed_label_ids_.emplace(l, id);
+  streamed_labels_.push_back(view);
+  slots[i] = id;
+  if (2 * streamed_labels_.size() > slots.size()) {  // more than half full: twice the slots
+    slots.assign(2 * slots.size(), kNoLabel);
+    for (uint32_t j = 0; j < streamed_labels_.size(); ++j) {
+      size_t k = hash(streamed_labels_[j]) & (slots.size() - 1);
+      while (slots[k] != kNoLabel) k = (k + 1) & (slots.size() - 1);
+      slots[k] = j;
+    }
+  }
   return id;
 }
 
@@ -511,10 +562,7 @@ void ReportWriter::close(const json& stats, const std::string& out_dir) {
   std::vector<std::array<std::vector<uint32_t>, kEngineCount>> label_of(programs);
   size_t label_bytes = 0;
   bool labels_cut = false;
-  if (streamed()) {
-    for (const std::string& l : streamed_labels_) labels.push_back(l);
-    labels_cut = streamed_labels_cut_;
-  }
+  if (streamed()) labels_cut = streamed_labels_cut_;
   for (size_t c = 0; c < programs && !streamed(); ++c) {
     const isa::Program& program = program_of(static_cast<int>(c));
     for (Engine e : kAllEngines) {
@@ -545,7 +593,7 @@ void ReportWriter::close(const json& stats, const std::string& out_dir) {
   const std::string title =
       "trnsim report: " + stats.value("workload", json::object()).value("name", program_.name);
   write_page(file_, title, [&] {
-    write_run_open(file_, run_json(stats, out_dir, labels, labels_cut));
+    write_run(stats, out_dir, streamed() ? streamed_labels_ : labels, labels_cut);
     DeflateBase64 b64(file_);
     // One pass over the records per column.
     auto put = [&](const auto& v) { b64.put(v); };

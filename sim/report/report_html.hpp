@@ -91,16 +91,22 @@ class ReportWriter : public models::EventSink {
   // records arrive, and the records carry them (in `index`).
   uint32_t label_now(const isa::Program& program, const isa::Instruction& in);
   bool streamed() const { return program_.feed != nullptr && core_programs_.empty(); }
-  std::vector<std::string> streamed_labels_;
-  std::unordered_map<std::string, uint32_t> streamed_label_ids_;
-  size_t streamed_label_bytes_ = 0;
+  // The text of every label one after another (reserved at the cap on first use, so the
+  // views into it stay valid), and the labels as views into it, in id order.
+  std::string streamed_label_text_;
+  std::vector<std::string_view> streamed_labels_;
+  // Their ids by text: open addressing over the ids, at most half full (4 bytes a slot, where
+  // a node of std::unordered_map costs about 60 bytes a label, and a long run has hundreds of
+  // thousands).
+  std::vector<uint32_t> streamed_label_slots_;
   bool streamed_labels_cut_ = false;
   uint32_t name_id(const std::string& name);
   // Reads every record back, in order, calling `f` on each (throws OutputError).
   template <typename F>
   void for_each_record(F&& f);
-  std::string run_json(const nlohmann::json& stats, const std::string& out_dir,
-                       const std::vector<std::string_view>& labels, bool labels_cut) const;
+  // Writes the run's block of JSON (stats.json's content, the lanes, the names, the labels).
+  void write_run(const nlohmann::json& stats, const std::string& out_dir,
+                 const std::vector<std::string_view>& labels, bool labels_cut);
 
   const isa::Program& program_of(int core) const {
     return static_cast<size_t>(core) < core_programs_.size() ? *core_programs_[core] : program_;
