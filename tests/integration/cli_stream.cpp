@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <string>
 
+#include "../support/report_page.hpp"
 #include "cli_support.hpp"
 
 using trnsim_test::example;
@@ -40,6 +41,30 @@ TEST_CASE("a kernel streamed with --stream-from 0 gives the whole program's stat
   CHECK(printed(streamed) == printed(whole));
   CHECK(streamed.stats == whole.stats);
   CHECK(slurp(streamed.out + "/trace.json") == slurp(whole.out + "/trace.json"));
+}
+
+TEST_CASE("a streamed run's report.html labels every event as the whole program's does") {
+  // 24,832 instructions with about 9,000 distinct labels: the streamed label table grows past
+  // its first 1,024 slots several times, and labels repeat (the stores, the matmuls).
+  const std::string file =
+      std::string(TRNSIM_SOURCE_DIR) + "/bench/cases/matmul_s1_1024x8192x8192.json";
+  const std::string args = "--timing-only --set dma_flow_model=true";
+  const auto whole = run_ok(file, args, "stream_report_whole");
+  const auto streamed = run_ok(file, args + " --stream-from 0", "stream_report");
+  const auto w = trnsim_test::read_report_page(slurp(whole.out + "/report.html"));
+  const auto s = trnsim_test::read_report_page(slurp(streamed.out + "/report.html"));
+  REQUIRE(s.events == w.events);
+  CHECK(s.block["labels"].size() == w.block["labels"].size());
+  CHECK(s.block["labels"].size() > 4096);
+  CHECK(s.block["labels_cut"] == false);
+  size_t labelled = 0;
+  for (size_t i = 0; i < w.events; ++i) {
+    const std::string label = w.label(i);
+    if (s.label(i) != label)
+      FAIL_CHECK("event " << i << ": '" << s.label(i) << "' for '" << label << "'");
+    labelled += !label.empty();
+  }
+  CHECK(labelled > w.events / 2);
 }
 
 TEST_CASE("a functional matmul streamed with --stream-from 0 passes its check as the whole one") {

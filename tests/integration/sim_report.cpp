@@ -1,7 +1,6 @@
 // report.html's event block, read back without a browser: the base64 of the deflated columns
 // holds every record the writer was given, in order, with the values the page shows (more
 // records than one 64 KiB chunk, so the temporary file is written and read back).
-#include <zlib.h>
 #include <catch2/catch.hpp>
 
 #include <cstring>
@@ -12,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "../support/report_page.hpp"
 #include "config/arch.hpp"
 #include "isa/program.hpp"
 #include "models/neuroncore/cost.hpp"
@@ -19,6 +19,7 @@
 #include "sim/report/trace_lanes.hpp"
 
 using namespace trnsim;
+using trnsim_test::column;
 
 namespace {
 
@@ -27,35 +28,6 @@ std::string slurp(const std::string& path) {
   std::ostringstream s;
   s << in.rdbuf();
   return s.str();
-}
-
-std::vector<unsigned char> base64_decode(const std::string& text) {
-  std::vector<unsigned char> out;
-  uint32_t bits = 0;
-  int have = 0;
-  for (const char c : text) {
-    int v = -1;
-    if (c >= 'A' && c <= 'Z') v = c - 'A';
-    if (c >= 'a' && c <= 'z') v = c - 'a' + 26;
-    if (c >= '0' && c <= '9') v = c - '0' + 52;
-    if (c == '+') v = 62;
-    if (c == '/') v = 63;
-    if (v < 0) continue;  // line breaks and padding
-    bits = (bits << 6) | static_cast<uint32_t>(v);
-    have += 6;
-    if (have >= 8) {
-      have -= 8;
-      out.push_back(static_cast<unsigned char>((bits >> have) & 0xff));
-    }
-  }
-  return out;
-}
-
-template <typename T>
-T column(const std::vector<unsigned char>& bytes, size_t offset, size_t i) {
-  T v;
-  std::memcpy(&v, bytes.data() + offset + i * sizeof(T), sizeof(T));
-  return v;
 }
 
 }  // namespace
@@ -110,33 +82,17 @@ TEST_CASE("report.html's events block holds every record, in order, as deflated 
     w.close({{"workload", {{"name", "report"}}}, {"summary", {{"total_time_ps", 5'000'000}}}}, dir);
     w.commit();
   }
-  const std::string page = slurp(path);
-  const std::string run_open = R"(<script type="application/json" class="trnsim-run">)"
-                               "\n";
-  const size_t at = page.find(run_open);
-  REQUIRE(at != std::string::npos);
-  const size_t json_end = page.find('\n', at + run_open.size());
-  const nlohmann::json block =
-      nlohmann::json::parse(page.substr(at + run_open.size(), json_end - at - run_open.size()));
+  const trnsim_test::ReportPage page = trnsim_test::read_report_page(slurp(path));
+  const nlohmann::json& block = page.block;
   CHECK(block["format"] == sim::kReportFormat);
   CHECK(block["encoding"] == "deflate");
-  const size_t n = block["events"];
+  const size_t n = page.events;
   REQUIRE(n == kInstructions + 2);
   // The lanes are trace_lanes()'s, in order.
   const std::vector<sim::TraceLane> lanes = sim::trace_lanes(p, arch, 1);
   REQUIRE(block["lanes"].size() == lanes.size());
   for (size_t l = 0; l < lanes.size(); ++l) CHECK(block["lanes"][l]["name"] == lanes[l].name);
-
-  const std::string events_open =
-      R"(<script type="application/octet-stream" class="trnsim-events">)"
-      "\n";
-  const size_t from = page.find(events_open) + events_open.size();
-  const std::vector<unsigned char> packed =
-      base64_decode(page.substr(from, page.find("</script>", from) - from));
-  std::vector<unsigned char> bytes(39 * n);
-  uLongf size = bytes.size();
-  REQUIRE(uncompress(bytes.data(), &size, packed.data(), packed.size()) == Z_OK);
-  REQUIRE(size == 39 * n);
+  const std::vector<unsigned char>& bytes = page.bytes;
   const sim::TimelineLanes at_lane(p, 1);
   for (uint32_t i = 0; i < kInstructions; ++i) {
     INFO("instruction " << i);
@@ -170,5 +126,5 @@ TEST_CASE("report.html's events block holds every record, in order, as deflated 
   CHECK(column<uint16_t>(bytes, 36 * n, k) == at_lane.kernels(0));
   CHECK(bytes[38 * n + k] == static_cast<uint8_t>(sim::ReportEventKind::kernel));
   // The columns (195 KB) deflate well: rising starts, repeated durations and names.
-  CHECK(packed.size() * 4 < 39 * n);
+  CHECK(page.packed_bytes * 4 < 39 * n);
 }
