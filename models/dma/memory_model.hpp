@@ -58,6 +58,8 @@ class MemoryModel {
   // entries) are then reused, so the tables hold the transfers in flight, not the whole run.
   const std::vector<uint32_t>& completions() const { return book_.completions(); }
   void consume_completions(size_t delivered) { book_.consume_completions(delivered); }
+  // The earliest trigger time of the transfers submitted and not yet consumed (kNever if none).
+  Picoseconds earliest_issued() const { return book_.earliest_issued(); }
 
   // A transfer by id: valid from submit() until its completion is consumed.
   const DmaTransfer& transfer(uint32_t id) const { return book_[id]; }

@@ -1,5 +1,6 @@
 #include "models/dma/transfer_book.hpp"
 
+#include <algorithm>
 #include <cassert>
 
 namespace trnsim::models {
@@ -60,6 +61,15 @@ void TransferBook::data_done(uint32_t id, Picoseconds now) {
     q.head = done.next_in_queue;
   }
   if (q.head == kNone) q.tail = kNone;
+}
+
+Picoseconds TransferBook::earliest_issued() const {
+  int64_t t = kNever;
+  for (const IndexList& q : queue_order_) {
+    if (q.head != kNone) t = std::min(t, transfers_[q.head].issued.value);
+  }
+  for (const uint32_t id : completions_) t = std::min(t, transfers_[id].issued.value);
+  return Picoseconds(t);
 }
 
 void TransferBook::consume_completions(size_t delivered) {

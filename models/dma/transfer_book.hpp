@@ -118,6 +118,10 @@ class TransferBook {
   const std::vector<uint32_t>& completions() const { return completions_; }
   // The first `delivered` completions were delivered: their ids are free for new transfers.
   void consume_completions(size_t delivered);
+  // The earliest trigger time of the transfers entered and not yet consumed (kNever if none):
+  // the ones still moving (each queue's oldest, since a queue's transfers are entered in
+  // trigger order) and the completions not yet consumed.
+  Picoseconds earliest_issued() const;
   size_t submitted() const { return submitted_; }
   size_t incomplete() const { return submitted_ - completed_; }
 

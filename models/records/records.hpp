@@ -29,6 +29,17 @@ struct InstructionRecord {
   int32_t blocked_on = kNoSemaphore;  // the last semaphore the instruction waited for
 };
 
+// What a sink may ask while it handles a transfer record: no transfer record still to come
+// starts before later_starts_from(). (A sink that keeps intervals to take their union can sum
+// and drop the ones that end by then.)
+class TransferHorizon {
+ public:
+  virtual Picoseconds later_starts_from() const = 0;
+
+ protected:
+  ~TransferHorizon() = default;
+};
+
 struct TransferRecord {
   int core = 0;
   uint32_t kernel = 0;
@@ -41,6 +52,7 @@ struct TransferRecord {
   uint64_t bytes = 0;
   uint32_t engines = 0;
   uint64_t descriptors = 0;
+  const TransferHorizon* horizon = nullptr;  // valid during the on_transfer call only
 };
 
 // One collective of the program (its k-th on every rank), from the last rank's trigger to the

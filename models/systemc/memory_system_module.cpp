@@ -74,6 +74,7 @@ void MemorySystemModule::deliver(uint32_t id) {
   r.bytes = t.plan.bytes;
   r.engines = t.plan.engines;
   r.descriptors = t.plan.descriptors;
+  r.horizon = this;
   sink_.on_transfer(r);
   // Last: the sinks read the instruction above.
   if (core.in_flight != nullptr) core.in_flight->delivered(r.issuer, r.index);

@@ -37,7 +37,7 @@ struct CoreEndpoints {
   InFlightTriggers* in_flight = nullptr;  // a streamed program's (nullptr: a whole program)
 };
 
-class MemorySystemModule : public sc_core::sc_module {
+class MemorySystemModule : public sc_core::sc_module, private TransferHorizon {
  public:
   SC_HAS_PROCESS(MemorySystemModule);
   MemorySystemModule(sc_core::sc_module_name name, MemoryModel& memory, EventSink& sink);
@@ -66,6 +66,13 @@ class MemorySystemModule : public sc_core::sc_module {
  private:
   void run();
   void deliver(uint32_t transfer);
+  // A transfer starts after its trigger: those submitted and not yet delivered were triggered
+  // no earlier than the earliest of them, and those still to come will be triggered now or
+  // later.
+  Picoseconds later_starts_from() const override {
+    const Picoseconds issued = memory_.earliest_issued();
+    return issued < now() ? issued : now();
+  }
 
   MemoryModel& memory_;
   EventSink& sink_;

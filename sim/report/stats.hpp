@@ -70,6 +70,8 @@ class StatsCollector : public models::EventSink {
   uint64_t transfers() const { return transfers_; }
   uint64_t dma_bytes() const { return dma_bytes_; }
   Picoseconds dma_active() const;  // union of transfer intervals over every queue
+  // Pieces of that union held (the rest are summed): bounded by what is in flight.
+  size_t dma_pieces_held() const { return dma_intervals_.size(); }
   const MemoryTraffic& traffic(isa::Memory m) const { return traffic_[static_cast<int>(m)]; }
   uint32_t cores() const { return cores_; }
   const CoreStats& core(uint32_t c) const { return per_core_[c]; }
@@ -116,8 +118,13 @@ class StatsCollector : public models::EventSink {
   uint64_t transfers_ = 0;
   uint64_t dma_bytes_ = 0;
   // DMA busy time: transfers complete in order per queue, so intervals arrive nearly sorted;
-  // merged on the fly into a running union.
+  // merged on the fly into a running union. The pieces of the union that end before any
+  // transfer still to come can start (TransferRecord::horizon) are summed into dma_folded_ and
+  // dropped, so the list holds the recent ones, not one per gap of the whole run.
   std::vector<std::pair<Picoseconds, Picoseconds>> dma_intervals_;
+  Picoseconds dma_folded_;
+  size_t fold_at_ = kFoldAt;  // fold when the list is this long
+  static constexpr size_t kFoldAt = 4096;
   std::vector<models::CollectiveRecord> collectives_;
 };
 

@@ -1,6 +1,10 @@
 // The chip summary of a multi-core run (issue 22, item 5): per-core work and end, and the load
-// balance across cores, from the records alone.
+// balance across cores, from the records alone; and the DMA busy time's union, kept bounded.
 #include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <cstdint>
+#include <vector>
 
 #include "config/arch.hpp"
 #include "isa/program.hpp"
@@ -117,4 +121,56 @@ TEST_CASE("collective overlap: time in a collective with the core's compute busy
   CHECK(s.collective_overlap(1).in_collectives == Picoseconds(45000));
   CHECK(s.core(0).end == Picoseconds(40000));
   CHECK(s.core(1).end == Picoseconds(60000));
+}
+
+namespace {
+// A horizon that a test sets by hand: no record to come starts before `from`.
+struct FixedHorizon : models::TransferHorizon {
+  Picoseconds from;
+  Picoseconds later_starts_from() const override { return from; }
+};
+}  // namespace
+
+TEST_CASE("DMA busy time: pieces that end before the horizon are summed and dropped, same union") {
+  const isa::Program p = two_engine_program();
+  const config::ArchConfig arch = config::trn2();
+  // Transfers on two queues whose gaps leave a union piece per transfer (as on a compute-bound
+  // run), delivered in end order with some overlap: 20,000 of them, far past the fold threshold.
+  std::vector<models::TransferRecord> records;
+  uint64_t seed = 12345;
+  auto next = [&seed](uint64_t n) {
+    seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+    return (seed >> 33) % n;
+  };
+  int64_t t = 0;
+  for (int i = 0; i < 20000; ++i) {
+    t += 10 + static_cast<int64_t>(next(40));
+    const int64_t length = 5 + static_cast<int64_t>(next(30));  // sometimes past the next start
+    records.push_back(transfer(0, t, t + length));
+  }
+  std::stable_sort(records.begin(), records.end(),
+                   [](const auto& a, const auto& b) { return a.end < b.end; });
+  // The exact horizon of each record: the earliest start of the ones after it.
+  std::vector<Picoseconds> later(records.size() + 1, Picoseconds(INT64_MAX));
+  for (size_t i = records.size(); i-- > 0;) {
+    later[i] = records[i].start < later[i + 1] ? records[i].start : later[i + 1];
+  }
+  sim::StatsCollector whole(p, arch, 1), folded(p, arch, 1), lagging(p, arch, 1);
+  FixedHorizon h, zero;
+  size_t most_held = 0;
+  for (size_t i = 0; i < records.size(); ++i) {
+    whole.on_transfer(records[i]);
+    models::TransferRecord r = records[i];
+    h.from = later[i + 1];
+    r.horizon = &h;
+    folded.on_transfer(r);
+    most_held = std::max(most_held, folded.dma_pieces_held());
+    r.horizon = &zero;  // a horizon at 0 folds nothing
+    lagging.on_transfer(r);
+  }
+  CHECK(whole.dma_pieces_held() > 10000);
+  CHECK(folded.dma_active() == whole.dma_active());
+  CHECK(lagging.dma_active() == whole.dma_active());
+  CHECK(lagging.dma_pieces_held() == whole.dma_pieces_held());
+  CHECK(most_held < 4096);  // folded whenever it reached the threshold
 }
