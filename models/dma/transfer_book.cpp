@@ -38,6 +38,8 @@ uint32_t TransferBook::add(uint32_t core, const isa::Instruction& dma, const Dma
     transfers_[id] = t;
   }
   IndexList& q = order(core, dma.dma_queue);
+  // earliest_issued() takes a queue's oldest transfer as its earliest triggered.
+  assert(q.tail == kNone || transfers_[q.tail].issued <= issued);
   if (q.tail == kNone) {
     q.head = id;
   } else {

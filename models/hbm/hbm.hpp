@@ -167,8 +167,8 @@ class HbmModel {
     // left open is closed by then.
     Picoseconds next_refresh{kNever};
     // A memo for period_start(): the start of the bank's refresh period last asked for
-    // (offset + k tREFI; k = -1 before the first refresh). Time moves forward, so the next
-    // question nearly always falls in the same period.
+    // (offset + k tREFI; k = -1 before the first refresh; set by the constructor). Time moves
+    // forward, so the next question nearly always falls in the same period.
     mutable int64_t period = 0;
   };
   struct Channel {
@@ -197,8 +197,8 @@ class HbmModel {
   // Start of the first refresh of `bank` (state `b`) that overlaps [from, to), or kNever.
   Picoseconds refresh_overlapping(const Bank& b, uint32_t bank, Picoseconds from,
                                   Picoseconds to) const;
-  // The last refresh start of `bank` at or before t >= 0 (offset - tREFI before the first).
-  // Needs refresh (tREFI and tRFC above 0).
+  // The last refresh start of `bank` at or before t (offset - tREFI before the first). Needs
+  // refresh (tREFI and tRFC above 0).
   int64_t period_start(const Bank& b, uint32_t bank, int64_t t) const;
   bool refreshes() const { return t_refi_.value > 0 && t_rfc_.value > 0; }
   int64_t refresh_offset(uint32_t bank) const;

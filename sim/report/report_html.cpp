@@ -65,11 +65,9 @@ std::string script_json(const json& j) {
 // text goes through multiply it, where a long run has hundreds of thousands of labels.
 void write_labels(OutputFile& out, const std::vector<std::string_view>& labels) {
   out.write("[");
-  std::string one;
   for (size_t i = 0; i < labels.size(); ++i) {
     if (i != 0) out.write(",");
-    one = script_json(json(labels[i]));
-    out.write(one);
+    out.write(script_json(json(labels[i])));
   }
   out.write("]");
 }

@@ -14,6 +14,7 @@ StatsCollector::StatsCollector(const isa::Program& program, const config::ArchCo
       queues_(cores * program.queues.size()),
       per_core_(cores),
       core_dma_intervals_(cores),
+      core_dma_(cores),
       core_compute_intervals_(cores),
       track_compute_(cores > 1 && has_collective(program)) {}
 
@@ -101,7 +102,7 @@ StatsCollector::CollectiveOverlap StatsCollector::collective_overlap(uint32_t c)
 }
 
 Picoseconds StatsCollector::core_dma_active(uint32_t c) const {
-  return union_length(core_dma_intervals_[c]);
+  return core_dma_[c].length + union_length(core_dma_intervals_[c]);
 }
 
 Picoseconds StatsCollector::core_work(uint32_t c) const {
@@ -156,26 +157,32 @@ void StatsCollector::on_transfer(const models::TransferRecord& r) {
   CoreStats& cs = per_core_[r.core];
   cs.dma_bytes += r.bytes;
   cs.end = max(cs.end, r.end);
-  if (cores_ > 1) add_interval(core_dma_intervals_[r.core], r.start, r.end);
+  if (cores_ > 1) {
+    add_interval(core_dma_intervals_[r.core], r.start, r.end);
+    fold(core_dma_[r.core], core_dma_intervals_[r.core], r.horizon);
+  }
   count(in.src[0], false);
   count(in.dst, true);
   add_interval(dma_intervals_, r.start, r.end);
-  if (dma_intervals_.size() >= fold_at_ && r.horizon != nullptr) {
-    // No record to come starts before `from`: the pieces that end by then are final.
-    const Picoseconds from = r.horizon->later_starts_from();
-    auto done = dma_intervals_.begin();
-    for (; done != dma_intervals_.end() && done->second <= from; ++done) {
-      dma_folded_ = dma_folded_ + (done->second - done->first);
-    }
-    dma_intervals_.erase(dma_intervals_.begin(), done);
-    // Ask again when the list has doubled: a run whose transfers stay in flight a long time
-    // folds little, and should not pay a fold per record for it.
-    fold_at_ = std::max(kFoldAt, 2 * dma_intervals_.size());
+  fold(dma_, dma_intervals_, r.horizon);
+}
+
+void StatsCollector::fold(Folded& f, Intervals& pieces, const models::TransferHorizon* horizon) {
+  if (pieces.size() < f.fold_at || horizon == nullptr) return;
+  // No record to come starts before `later`: the pieces that end by then are final.
+  const Picoseconds later = horizon->later_starts_from();
+  auto done = pieces.begin();
+  for (; done != pieces.end() && done->second <= later; ++done) {
+    f.length = f.length + (done->second - done->first);
   }
+  pieces.erase(pieces.begin(), done);
+  // Ask again when the list has doubled: a run whose transfers stay in flight a long time folds
+  // little, and should not pay a fold per record for it.
+  f.fold_at = std::max(Folded::kFoldAt, 2 * pieces.size());
 }
 
 Picoseconds StatsCollector::dma_active() const {
-  return dma_folded_ + union_length(dma_intervals_);
+  return dma_.length + union_length(dma_intervals_);
 }
 
 }  // namespace trnsim::sim

@@ -106,9 +106,22 @@ class StatsCollector : public models::EventSink {
   uint32_t cores_;
   std::vector<QueueStats> queues_;
   std::vector<CoreStats> per_core_;
-  std::vector<std::vector<std::pair<Picoseconds, Picoseconds>>> core_dma_intervals_;
+  using Intervals = std::vector<std::pair<Picoseconds, Picoseconds>>;
+  // The part of a DMA busy union summed and dropped (fold()), and the list length at which
+  // fold() looks again.
+  struct Folded {
+    static constexpr size_t kFoldAt = 4096;
+    Picoseconds length;
+    size_t fold_at = kFoldAt;
+  };
+  // The pieces of `pieces` (a union's, sorted and disjoint) that end before any transfer still
+  // to come can start (TransferRecord::horizon) are summed into `f` and dropped, once the list
+  // has reached f.fold_at: the list holds the recent ones, not one per gap of the whole run.
+  static void fold(Folded& f, Intervals& pieces, const models::TransferHorizon* horizon);
+  std::vector<Intervals> core_dma_intervals_;
+  std::vector<Folded> core_dma_;
   // Per core, when its compute engines ran (multi-core runs only: for collective_overlap).
-  std::vector<std::vector<std::pair<Picoseconds, Picoseconds>>> core_compute_intervals_;
+  std::vector<Intervals> core_compute_intervals_;
   // Only a multi-core run with collectives keeps the compute intervals (what it costs grows
   // with the program; only collective_overlap reads them).
   bool track_compute_ = false;
@@ -118,13 +131,9 @@ class StatsCollector : public models::EventSink {
   uint64_t transfers_ = 0;
   uint64_t dma_bytes_ = 0;
   // DMA busy time: transfers complete in order per queue, so intervals arrive nearly sorted;
-  // merged on the fly into a running union. The pieces of the union that end before any
-  // transfer still to come can start (TransferRecord::horizon) are summed into dma_folded_ and
-  // dropped, so the list holds the recent ones, not one per gap of the whole run.
-  std::vector<std::pair<Picoseconds, Picoseconds>> dma_intervals_;
-  Picoseconds dma_folded_;
-  size_t fold_at_ = kFoldAt;  // fold when the list is this long
-  static constexpr size_t kFoldAt = 4096;
+  // merged on the fly into a running union, its old pieces folded (fold()).
+  Intervals dma_intervals_;
+  Folded dma_;
   std::vector<models::CollectiveRecord> collectives_;
 };
 

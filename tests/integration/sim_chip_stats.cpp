@@ -134,8 +134,9 @@ struct FixedHorizon : models::TransferHorizon {
 TEST_CASE("DMA busy time: pieces that end before the horizon are summed and dropped, same union") {
   const isa::Program p = two_engine_program();
   const config::ArchConfig arch = config::trn2();
-  // Transfers on two queues whose gaps leave a union piece per transfer (as on a compute-bound
-  // run), delivered in end order with some overlap: 20,000 of them, far past the fold threshold.
+  // Transfers of core 1 whose gaps leave a union piece per transfer (as on a compute-bound run),
+  // delivered in end order, some overlapping the next: 20,000 of them, far past the fold
+  // threshold. Two cores, so that the core's own union is folded too.
   std::vector<models::TransferRecord> records;
   uint64_t seed = 12345;
   auto next = [&seed](uint64_t n) {
@@ -146,7 +147,7 @@ TEST_CASE("DMA busy time: pieces that end before the horizon are summed and drop
   for (int i = 0; i < 20000; ++i) {
     t += 10 + static_cast<int64_t>(next(40));
     const int64_t length = 5 + static_cast<int64_t>(next(30));  // sometimes past the next start
-    records.push_back(transfer(0, t, t + length));
+    records.push_back(transfer(1, t, t + length));
   }
   std::stable_sort(records.begin(), records.end(),
                    [](const auto& a, const auto& b) { return a.end < b.end; });
@@ -155,7 +156,7 @@ TEST_CASE("DMA busy time: pieces that end before the horizon are summed and drop
   for (size_t i = records.size(); i-- > 0;) {
     later[i] = records[i].start < later[i + 1] ? records[i].start : later[i + 1];
   }
-  sim::StatsCollector whole(p, arch, 1), folded(p, arch, 1), lagging(p, arch, 1);
+  sim::StatsCollector whole(p, arch, 2), folded(p, arch, 2), lagging(p, arch, 2);
   FixedHorizon h, zero;
   size_t most_held = 0;
   for (size_t i = 0; i < records.size(); ++i) {
@@ -170,6 +171,8 @@ TEST_CASE("DMA busy time: pieces that end before the horizon are summed and drop
   }
   CHECK(whole.dma_pieces_held() > 10000);
   CHECK(folded.dma_active() == whole.dma_active());
+  CHECK(folded.core_dma_active(1) == whole.core_dma_active(1));
+  CHECK(folded.core_dma_active(1) == whole.dma_active());
   CHECK(lagging.dma_active() == whole.dma_active());
   CHECK(lagging.dma_pieces_held() == whole.dma_pieces_held());
   CHECK(most_held < 4096);  // folded whenever it reached the threshold

@@ -128,3 +128,45 @@ TEST_CASE("report.html's events block holds every record, in order, as deflated 
   // The columns (195 KB) deflate well: rising starts, repeated durations and names.
   CHECK(page.packed_bytes * 4 < 39 * n);
 }
+
+TEST_CASE(
+    "report.html's labels are escaped for a script element, as JSON with bad UTF-8 replaced") {
+  isa::Program p;
+  p.name = "labels";
+  const std::vector<std::string> labels = {"a </script> b", "<!-- x", "bad \xff utf8", "q\"uote\\"};
+  for (const std::string& l : labels) {
+    isa::Instruction in;
+    in.opcode = isa::Opcode::tensor_copy;
+    in.engine = Engine::vector;
+    in.src[0] = isa::sbuf_ap(isa::DType::bf16, 0, 128, 0, {{1, 64}});
+    in.dst = isa::sbuf_ap(isa::DType::bf16, 0, 128, 128, {{1, 64}});
+    in.label = l;
+    p.stream(Engine::vector).push_back(in);
+  }
+  const config::ArchConfig arch = config::trn2();
+  const std::string dir = "sim-report-labels";
+  std::filesystem::create_directories(dir);
+  const std::string path = dir + "/report.html";
+  {
+    sim::ReportWriter w(path, p, arch, 1);
+    for (uint32_t i = 0; i < labels.size(); ++i) {
+      models::InstructionRecord r;
+      r.engine = Engine::vector;
+      r.index = i;
+      r.ready = r.start = Picoseconds(1000 * int64_t{i});
+      r.end = Picoseconds(1000 * int64_t{i} + 700);
+      w.on_instruction(r);
+    }
+    w.close({{"workload", {{"name", "labels"}}}}, dir);
+    w.commit();
+  }
+  const std::string text = slurp(path);
+  CHECK(text.find("a </script> b") == std::string::npos);
+  CHECK(text.find("<!-- x") == std::string::npos);
+  const trnsim_test::ReportPage page = trnsim_test::read_report_page(text);
+  REQUIRE(page.events == labels.size());
+  CHECK(page.label(0) == labels[0]);
+  CHECK(page.label(1) == labels[1]);
+  CHECK(page.label(2) == "bad \xef\xbf\xbd utf8");  // U+FFFD for the invalid byte
+  CHECK(page.label(3) == labels[3]);
+}
