@@ -354,7 +354,7 @@ void ReportWriter::on_instruction(const models::InstructionRecord& r) {
   }
   add({r.start.value, (r.end - r.start).value, models::instruction_flops(in),
        static_cast<uint32_t>(r.cycles.value), opcode_name_[static_cast<size_t>(in.opcode)],
-       streamed() ? label_now(program_of(r.core), in) : r.index, lane,
+       streamed() ? label_of(program_of(r.core), in) : r.index, lane,
        static_cast<uint8_t>(ReportEventKind::instruction), engine});
   if (in.source != 0 && in.source <= program_.sources.size()) {
     if (source_ps_.empty()) {
@@ -404,7 +404,7 @@ void ReportWriter::on_transfer(const models::TransferRecord& r) {
   const isa::Instruction& in = program_of(r.core).stream(r.issuer)[r.index];
   add({r.start.value, (r.end - r.start).value, r.bytes, r.engines,
        opcode_name_[static_cast<size_t>(in.opcode)],
-       streamed() ? label_now(program_of(r.core), in) : r.index,
+       streamed() ? label_of(program_of(r.core), in) : r.index,
        static_cast<uint16_t>(lanes_.queue(static_cast<uint32_t>(r.core), r.queue)),
        static_cast<uint8_t>(ReportEventKind::transfer), static_cast<uint8_t>(index_of(r.issuer))});
   if (in.source != 0 && in.source <= program_.sources.size()) {
@@ -469,8 +469,7 @@ std::string directory_name(const std::string& dir) {
 }
 }  // namespace
 
-void ReportWriter::write_run(const json& stats, const std::string& out_dir,
-                             const std::vector<std::string_view>& labels, bool labels_cut) {
+void ReportWriter::write_run(const json& stats, const std::string& out_dir) {
   json lanes = json::array();
   for (const TraceLane& l : trace_lanes(program_, arch_, cores_)) {
     lanes.push_back({{"pid", l.pid}, {"tid", l.tid}, {"process", l.process}, {"name", l.name}});
@@ -484,7 +483,7 @@ void ReportWriter::write_run(const json& stats, const std::string& out_dir,
   for (Engine e : kAllEngines) {
     engines.push_back({{"name", name_of(e)}, {"key", key_of(e)}});
   }
-  const json block = {
+  json block = {
       {"format", kReportFormat},
       // The directory's own name, not its path: the page sits in it, and a page passed around
       // should not carry the absolute path of the machine that wrote it (/home/NAME/...).
@@ -497,101 +496,71 @@ void ReportWriter::write_run(const json& stats, const std::string& out_dir,
       {"names", names_},
       {"opcodes", opcodes},
       {"labels", placeholder},
-      {"labels_cut", labels_cut},
+      {"labels_cut", labels_.cut()},
       {"stats", stats}};
-  std::string text;
-  if (source_ps_.empty()) {
-    text = script_json(block);
-  } else {
-    json with_sources = block;
-    with_sources["sources"] = sources_json();
-    text = script_json(with_sources);
-  }
+  if (!source_ps_.empty()) block["sources"] = sources_json();
+  const std::string text = script_json(block);
   const std::string name = "\"labels\":";
   const std::string value = json(placeholder).dump();
   const size_t at = text.find(name + value);
   if (at == std::string::npos) throw std::logic_error("report: no place for the labels");
-  write_run_open(file_, text, at + name.size(), value.size(), labels);
+  write_run_open(file_, text, at + name.size(), value.size(), labels_.labels());
 }
 
-uint32_t ReportWriter::label_now(const isa::Program& program, const isa::Instruction& in) {
-  // As close() does for a whole program (an instruction traced from Python shows its
-  // file:line where it has no label), in the order the records come.
-  const std::string& l = in.label.empty() ? program.source_of(in) : in.label;
-  if (l.empty()) return kNoLabel;
-  std::vector<uint32_t>& slots = streamed_label_slots_;
-  if (slots.empty()) slots.assign(1024, kNoLabel);
-  const std::hash<std::string_view> hash;
-  size_t i = hash(l) & (slots.size() - 1);
-  for (; slots[i] != kNoLabel; i = (i + 1) & (slots.size() - 1)) {
-    if (streamed_labels_[slots[i]] == l) return slots[i];
-  }
-  std::string& text = streamed_label_text_;
-  if (text.size() + l.size() > kMaxLabelBytes) {
-    streamed_labels_cut_ = true;
+size_t ReportWriter::LabelTable::slot(std::string_view label) const {
+  const size_t mask = slots_.size() - 1;
+  size_t i = std::hash<std::string_view>{}(label)&mask;
+  while (slots_[i] != kNoLabel && labels_[slots_[i]] != label) i = (i + 1) & mask;
+  return i;
+}
+
+uint32_t ReportWriter::LabelTable::id(std::string_view label) {
+  if (label.empty()) return kNoLabel;
+  if (slots_.empty()) slots_.assign(1024, kNoLabel);
+  const size_t i = slot(label);
+  if (slots_[i] != kNoLabel) return slots_[i];
+  if (text_.size() + label.size() > kMaxLabelBytes) {
+    cut_ = true;
     return kNoLabel;
   }
-  if (text.capacity() < kMaxLabelBytes) text.reserve(kMaxLabelBytes);  // pages used as filled
-  const size_t at = text.size();
-  text += l;
-  const std::string_view view(text.data() + at, l.size());
-  const auto id = static_cast<uint32_t>(streamed_labels_.size());
-  streamed_labels_.push_back(view);
-  slots[i] = id;
-  if (2 * streamed_labels_.size() > slots.size()) {  // more than half full: twice the slots
-    slots.assign(2 * slots.size(), kNoLabel);
-    for (uint32_t j = 0; j < streamed_labels_.size(); ++j) {
-      size_t k = hash(streamed_labels_[j]) & (slots.size() - 1);
-      while (slots[k] != kNoLabel) k = (k + 1) & (slots.size() - 1);
-      slots[k] = j;
-    }
+  if (text_.capacity() < kMaxLabelBytes) text_.reserve(kMaxLabelBytes);  // pages used as filled
+  const size_t at = text_.size();
+  text_ += label;
+  const auto id = static_cast<uint32_t>(labels_.size());
+  labels_.emplace_back(text_.data() + at, label.size());
+  slots_[i] = id;
+  if (2 * labels_.size() > slots_.size()) {  // more than half full: twice the slots
+    slots_.assign(2 * slots_.size(), kNoLabel);
+    for (uint32_t j = 0; j < labels_.size(); ++j) slots_[slot(labels_[j])] = j;
   }
   return id;
+}
+
+uint32_t ReportWriter::label_of(const isa::Program& program, const isa::Instruction& in) {
+  // An instruction traced from Python shows its file:line where it has no label.
+  return labels_.id(in.label.empty() ? program.source_of(in) : in.label);
 }
 
 void ReportWriter::close(const json& stats, const std::string& out_dir) {
   if (!write_error_.empty()) throw OutputError(file_.path() + ": " + write_error_);
   // A label id per stream position: labels are the program's (a run executes every
-  // instruction of its program, on every core).
-  std::vector<std::string_view> labels;
-  std::unordered_map<std::string_view, uint32_t> label_ids;
-  // With one program per core (SPMD), a label id per core and stream position.
+  // instruction of its program, on every core). With one program per core (SPMD), a label id
+  // per core and stream position. A streamed program's ids were taken during the run.
   const size_t programs = std::max<size_t>(1, core_programs_.size());
-  std::vector<std::array<std::vector<uint32_t>, kEngineCount>> label_of(programs);
-  size_t label_bytes = 0;
-  bool labels_cut = false;
-  if (streamed()) labels_cut = streamed_labels_cut_;
+  std::vector<std::array<std::vector<uint32_t>, kEngineCount>> label_ids(programs);
   for (size_t c = 0; c < programs && !streamed(); ++c) {
     const isa::Program& program = program_of(static_cast<int>(c));
     for (Engine e : kAllEngines) {
       const auto& stream = program.stream(e);
-      auto& ids = label_of[c][static_cast<size_t>(index_of(e))];
-      ids.assign(stream.size(), kNoLabel);
-      for (size_t i = 0; i < stream.size(); ++i) {
-        // An instruction traced from Python shows its file:line where it has no label.
-        const std::string& l =
-            stream[i].label.empty() ? program.source_of(stream[i]) : stream[i].label;
-        if (l.empty()) continue;
-        const auto it = label_ids.find(l);
-        if (it != label_ids.end()) {
-          ids[i] = it->second;
-          continue;
-        }
-        if (label_bytes + l.size() > kMaxLabelBytes) {
-          labels_cut = true;
-          continue;
-        }
-        label_bytes += l.size();
-        ids[i] = static_cast<uint32_t>(labels.size());
-        label_ids.emplace(l, ids[i]);
-        labels.push_back(l);
-      }
+      auto& ids = label_ids[c][static_cast<size_t>(index_of(e))];
+      ids.resize(stream.size());
+      for (size_t i = 0; i < stream.size(); ++i) ids[i] = label_of(program, stream[i]);
     }
   }
   const std::string title =
       "trnsim report: " + stats.value("workload", json::object()).value("name", program_.name);
   write_page(file_, title, [&] {
-    write_run(stats, out_dir, streamed() ? streamed_labels_ : labels, labels_cut);
+    write_run(stats, out_dir);
     DeflateBase64 b64(file_);
     // One pass over the records per column.
     auto put = [&](const auto& v) { b64.put(v); };
@@ -605,7 +574,7 @@ void ReportWriter::close(const json& stats, const std::string& out_dir) {
           r.kind == static_cast<uint8_t>(ReportEventKind::transfer)) {
         size_t core = 0;
         while (programs > 1 && core + 1 < programs && r.lane >= lanes_.kernels(core + 1)) ++core;
-        label = streamed() ? r.index : label_of[core][r.engine][r.index];
+        label = streamed() ? r.index : label_ids[core][r.engine][r.index];
       }
       put(label);
     });

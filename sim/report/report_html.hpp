@@ -87,26 +87,37 @@ class ReportWriter : public models::EventSink {
 
   void add(const Record& r);
   void spill();
-  // A streamed program's instructions are gone by close(): their label ids are taken as their
-  // records arrive, and the records carry them (in `index`).
-  uint32_t label_now(const isa::Program& program, const isa::Instruction& in);
+  // The run's distinct labels, numbered in the order they are first asked for, up to
+  // kMaxLabelBytes of text: past that a new one gets kNoLabel and cut() says some were left out.
+  class LabelTable {
+   public:
+    uint32_t id(std::string_view label);  // kNoLabel for "" and past the cap
+    const std::vector<std::string_view>& labels() const { return labels_; }
+    bool cut() const { return cut_; }
+
+   private:
+    // The slot that holds `label`'s id, or the empty slot it would take.
+    size_t slot(std::string_view label) const;
+    // The text of every label one after another (reserved at the cap on first use, so the views
+    // into it stay valid: a streamed program's instructions are freed before close()).
+    std::string text_;
+    std::vector<std::string_view> labels_;  // views into text_, in id order
+    // Ids by text: open addressing, at most half full (4 bytes a slot, where a node of
+    // std::unordered_map costs about 60 bytes a label, and a long run has hundreds of thousands).
+    std::vector<uint32_t> slots_;
+    bool cut_ = false;
+  };
+  LabelTable labels_;
+  // An instruction's label id. A streamed program's instructions are gone by close(): their ids
+  // are taken as their records arrive, and the records carry them (in `index`).
+  uint32_t label_of(const isa::Program& program, const isa::Instruction& in);
   bool streamed() const { return program_.feed != nullptr && core_programs_.empty(); }
-  // The text of every label one after another (reserved at the cap on first use, so the
-  // views into it stay valid), and the labels as views into it, in id order.
-  std::string streamed_label_text_;
-  std::vector<std::string_view> streamed_labels_;
-  // Their ids by text: open addressing over the ids, at most half full (4 bytes a slot, where
-  // a node of std::unordered_map costs about 60 bytes a label, and a long run has hundreds of
-  // thousands).
-  std::vector<uint32_t> streamed_label_slots_;
-  bool streamed_labels_cut_ = false;
   uint32_t name_id(const std::string& name);
   // Reads every record back, in order, calling `f` on each (throws OutputError).
   template <typename F>
   void for_each_record(F&& f);
   // Writes the run's block of JSON (stats.json's content, the lanes, the names, the labels).
-  void write_run(const nlohmann::json& stats, const std::string& out_dir,
-                 const std::vector<std::string_view>& labels, bool labels_cut);
+  void write_run(const nlohmann::json& stats, const std::string& out_dir);
 
   const isa::Program& program_of(int core) const {
     return static_cast<size_t>(core) < core_programs_.size() ? *core_programs_[core] : program_;
