@@ -30,6 +30,17 @@ std::string slurp(const std::string& path) {
   return s.str();
 }
 
+// A VectorE copy of 128 x 64 bf16 in SBUF.
+isa::Instruction vector_copy(const std::string& label) {
+  isa::Instruction in;
+  in.opcode = isa::Opcode::tensor_copy;
+  in.engine = Engine::vector;
+  in.src[0] = isa::sbuf_ap(isa::DType::bf16, 0, 128, 0, {{1, 64}});
+  in.dst = isa::sbuf_ap(isa::DType::bf16, 0, 128, 128, {{1, 64}});
+  in.label = label;
+  return in;
+}
+
 }  // namespace
 
 TEST_CASE("report.html's events block holds every record, in order, as deflated columns") {
@@ -38,13 +49,7 @@ TEST_CASE("report.html's events block holds every record, in order, as deflated 
   const uint16_t q = p.add_queue("qLoad");
   constexpr uint32_t kInstructions = 5000;  // 40-byte records: three 64 KiB chunks and a tail
   for (uint32_t i = 0; i < kInstructions; ++i) {
-    isa::Instruction in;
-    in.opcode = isa::Opcode::tensor_copy;
-    in.engine = Engine::vector;
-    in.src[0] = isa::sbuf_ap(isa::DType::bf16, 0, 128, 0, {{1, 64}});
-    in.dst = isa::sbuf_ap(isa::DType::bf16, 0, 128, 128, {{1, 64}});
-    in.label = i % 2 ? "copy " + std::to_string(i) : "";
-    p.stream(Engine::vector).push_back(in);
+    p.stream(Engine::vector).push_back(vector_copy(i % 2 ? "copy " + std::to_string(i) : ""));
   }
   isa::Instruction dma;
   dma.opcode = isa::Opcode::dma_copy;
@@ -135,13 +140,7 @@ TEST_CASE(
   p.name = "labels";
   const std::vector<std::string> labels = {"a </script> b", "<!-- x", "bad \xff utf8", "q\"uote\\"};
   for (const std::string& l : labels) {
-    isa::Instruction in;
-    in.opcode = isa::Opcode::tensor_copy;
-    in.engine = Engine::vector;
-    in.src[0] = isa::sbuf_ap(isa::DType::bf16, 0, 128, 0, {{1, 64}});
-    in.dst = isa::sbuf_ap(isa::DType::bf16, 0, 128, 128, {{1, 64}});
-    in.label = l;
-    p.stream(Engine::vector).push_back(in);
+    p.stream(Engine::vector).push_back(vector_copy(l));
   }
   const config::ArchConfig arch = config::trn2();
   const std::string dir = "sim-report-labels";
