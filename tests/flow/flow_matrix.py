@@ -1,7 +1,8 @@
 #!/usr/bin/python3
-"""The flow memory model against the detailed one: every library kernel, three shapes, every
-preset, timing-only. Each pair of total times must agree within TOLERANCE (issue 17; README and
-docs/validation.md state the measured worst case, which this prints).
+"""The flow memory model against the detailed one: every library kernel, three shapes (four for
+the row kernels), every preset, timing-only. Each pair of total times must agree within
+TOLERANCE (issue 17; README and docs/validation.md state the measured worst case, which this
+prints).
 
 Usage: flow_matrix.py TRNSIM [--table]  (--table prints every case, for docs/validation.md)
 """
@@ -18,15 +19,22 @@ TOLERANCE = 0.05
 # chunk starts when the engine's chunk in progress ends, in the flow run at its ready time,
 # sharing the engines at once. A rule for that (branch flow-chunk-wait) fixes this case but
 # moves the large softmax cases beyond 5% the other way (validation.md 6.2).
+# And a large softmax on trn1, HBM-bound: the detailed engines' window of 4 chunks binds now and
+# then at HBM saturation (mostly while a bank is refreshed), which the fluid rates do not see;
+# the flow model's optimism there grows with the run (-4.8% at 4096x8192, -5.5% at 8192x16384).
 KNOWN = {
     "attention 1x512x128 trn1": 0.07,
+    "softmax 8192x16384 trn1": 0.07,
 }
 PRESETS = ["trn1", "trn2", "trn3"]
-# Three shapes per kernel: small (a few tiles), the example's, and a larger one.
+# Three shapes per kernel: small (a few tiles), the example's, and a larger one. The row kernels,
+# bound by DMA and HBM, have a fourth, [8192, 16384] (256 MiB in and out), where the flow model's
+# optimism at HBM saturation shows most.
+ROWS = ([256, 1024], [2048, 4096], [4096, 8192], [8192, 16384])
 CASES = {
-    "rmsnorm": [{"variant": "fused", "shape": s} for s in ([256, 1024], [2048, 4096], [4096, 8192])],
-    "layernorm": [{"method": "bn_stats", "shape": s} for s in ([256, 1024], [2048, 4096], [4096, 8192])],
-    "softmax": [{"shape": s} for s in ([256, 1024], [2048, 4096], [4096, 8192])],
+    "rmsnorm": [{"variant": "fused", "shape": s} for s in ROWS],
+    "layernorm": [{"method": "bn_stats", "shape": s} for s in ROWS],
+    "softmax": [{"shape": s} for s in ROWS],
     "attention": [{"shape": s} for s in ([1, 512, 128], [4, 1024, 128], [8, 2048, 128])],
     "mlp": [{"activation": "gelu", "shape": s} for s in ([128, 256, 512], [512, 512, 2048], [1024, 2048, 4096])],
 }
