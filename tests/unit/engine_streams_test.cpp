@@ -10,6 +10,7 @@
 #include "config/arch.hpp"
 #include "isa/program.hpp"
 #include "workloads/kernels/engine_streams.hpp"
+#include "workloads/kernels/tile_ops.hpp"
 
 using trnsim::Engine;
 using trnsim::isa::Instruction;
@@ -17,6 +18,7 @@ using trnsim::isa::Program;
 using trnsim::workloads::Completion;
 using trnsim::workloads::Completions;
 using trnsim::workloads::EngineStreams;
+using trnsim::workloads::TileOps;
 using trnsim::workloads::WaitedFor;
 
 namespace {
@@ -146,4 +148,95 @@ TEST_CASE("EngineStreams replay that strays from the counting pass is an interna
   EngineStreams more = replay_of(more_meta);
   CHECK_THROWS_AS(emit_all(more, 2), std::logic_error);
   CHECK_THROWS_AS(more.add_queue("late"), std::logic_error);
+}
+
+namespace {
+
+Instruction load(uint16_t queue, uint32_t partitions) {
+  Instruction in = nop(Engine::sync);
+  in.opcode = trnsim::isa::Opcode::dma_copy;
+  in.dma_queue = queue;
+  in.dst = trnsim::isa::sbuf_ap(trnsim::isa::DType::bf16, 0, partitions, 0, {{1, 64}});
+  in.src[0] = trnsim::isa::hbm_ap(trnsim::isa::DType::bf16, 0, partitions, 64, {{1, 64}});
+  return in;
+}
+
+// Loads on one queue (64 and 128 partitions: different numbers of DMA engines), VectorE waiting for
+// each and TensorE for every other VectorE instruction: through emit(), or count() when `skip`.
+std::vector<Completion> emit_mixed(EngineStreams& s, uint16_t queue, bool skip) {
+  using trnsim::isa::Opcode;
+  std::vector<Completion> out;
+  for (int i = 0; i < 70; ++i) {
+    const uint32_t parts = i % 2 == 0 ? 64 : 128;
+    const Completion l = skip ? s.count(Engine::sync, Opcode::dma_copy, {}, queue, parts)
+                              : s.emit(load(queue, parts), {});
+    const Completion v =
+        skip ? s.count(Engine::vector, Opcode::nop, l) : s.emit(nop(Engine::vector), l);
+    out.push_back(l);
+    out.push_back(v);
+    if (i % 2 == 1) {
+      out.push_back(skip ? s.count(Engine::tensor, Opcode::nop, v)
+                         : s.emit(nop(Engine::tensor), v));
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("EngineStreams count() numbers a counting pass as emit() does, and only counts",
+          "[unit][engine_streams]") {
+  const auto arch = trnsim::config::trn2();
+  Program a, b;
+  EngineStreams by_emit(a, arch, "w.json", EngineStreams::Mode::count);
+  EngineStreams by_count(b, arch, "w.json", EngineStreams::Mode::count);
+  REQUIRE(by_count.counting());
+  const std::vector<Completion> ea = emit_mixed(by_emit, by_emit.add_queue("q"), false);
+  const std::vector<Completion> eb = emit_mixed(by_count, by_count.add_queue("q"), true);
+  REQUIRE(ea.size() == eb.size());
+  for (size_t i = 0; i < ea.size(); ++i) {
+    INFO(i);
+    CHECK(ea[i].semaphore == eb[i].semaphore);
+    CHECK(ea[i].value == eb[i].value);
+  }
+  // A DMA raises its queue by the engines its partitions take (D1).
+  CHECK(ea[2].value == arch.dma_engines_for(64) + arch.dma_engines_for(128));
+  CHECK(by_emit.instructions() == by_count.instructions());
+  const auto na = by_emit.numbering(), nb = by_count.numbering();
+  CHECK(na->total == nb->total);
+  for (int e = 0; e < trnsim::kEngineCount; ++e) {
+    INFO(e);
+    CHECK(na->instructions[e] == nb->instructions[e]);
+    CHECK(na->engine_semaphore[e] == nb->engine_semaphore[e]);
+    REQUIRE(na->waited_for[e].size() == nb->waited_for[e].size());
+    for (uint64_t n = 0; n < na->waited_for[e].size(); ++n) {
+      CHECK(na->waited_for[e][n] == nb->waited_for[e][n]);
+    }
+  }
+  // Outside a counting pass an instruction must be built.
+  Program c;
+  EngineStreams store(c, arch, "w.json");
+  CHECK_FALSE(store.counting());
+  CHECK_THROWS_AS(store.count(Engine::vector, trnsim::isa::Opcode::nop, {}), std::logic_error);
+}
+
+TEST_CASE("TileOps makes a label only for an instruction it builds", "[unit][engine_streams]") {
+  const auto arch = trnsim::config::trn2();
+  for (const auto mode : {EngineStreams::Mode::store, EngineStreams::Mode::count}) {
+    Program p;
+    EngineStreams streams(p, arch, "w.json", mode);
+    TileOps ops(streams, arch, trnsim::isa::DType::bf16);
+    int made = 0;
+    auto label = [&] {
+      ++made;
+      return std::string("mm");
+    };
+    ops.matmul(0, 128, 128, 512, 0, 1024, true, true, {}, label);
+    ops.zero(Engine::vector, 128, 512, 0, {}, label);
+    const bool counting = mode == EngineStreams::Mode::count;
+    CHECK(made == (counting ? 0 : 2));
+    CHECK(streams.instructions() == 2);
+    CHECK(p.instruction_count() == (counting ? 0u : 2u));
+    if (!counting) CHECK(p.stream(Engine::tensor).at(0).label == "mm");
+  }
 }

@@ -82,6 +82,33 @@ void EngineStreams::reserve(Engine engine, uint64_t n) {
 }
 
 Completion EngineStreams::emit(isa::Instruction in, const Completions& after) {
+  const Completion done =
+      account(in.engine, in.opcode, isa::is_dma(in.opcode) ? in.dma_queue : 0,
+              isa::is_dma(in.opcode) ? in.dst->partitions : 0, after, &in.waits);
+  const int e = index_of(in.engine);
+  if (mode_ == Mode::replay) {
+    const StreamNumbering& numbering = *replay_.numbering;
+    const Engine engine = in.engine;
+    finalize(in, e, isa::is_dma(in.opcode) ? 0 : signalled_[e], numbering.waited_for);
+    replay_.append(std::move(in));
+    if (per_engine_[e] == numbering.instructions[e]) replay_.end_of(engine);
+  } else if (mode_ == Mode::store) {
+    program_.stream(in.engine).push_back(std::move(in));
+  }
+  return done;
+}
+
+Completion EngineStreams::count(Engine engine, isa::Opcode opcode, const Completions& after,
+                                uint16_t dma_queue, uint32_t dma_partitions) {
+  if (mode_ != Mode::count) {
+    throw std::logic_error("EngineStreams::count: only a counting pass may skip the instruction");
+  }
+  return account(engine, opcode, dma_queue, dma_partitions, after, nullptr);
+}
+
+Completion EngineStreams::account(Engine engine, isa::Opcode opcode, uint16_t dma_queue,
+                                  uint32_t dma_partitions, const Completions& after,
+                                  base::SmallVector<isa::SemaphoreWait, 1>* waits) {
   // The limit bounds the memory of a program held whole; a streamed one is not held.
   if (++instructions_ > arch_.max_instructions && mode_ == Mode::store) {
     throw WorkloadError(file_, "/shape",
@@ -89,7 +116,7 @@ Completion EngineStreams::emit(isa::Instruction in, const Completions& after) {
                                     "kernel may hold; use larger tiles or blocks (params)",
                                     arch_.max_instructions));
   }
-  const int e = index_of(in.engine);
+  const int e = index_of(engine);
   auto& known = known_[e];
   known.resize(program_.semaphores.size(), 0);
   const bool replaying = mode_ == Mode::replay;
@@ -98,7 +125,7 @@ Completion EngineStreams::emit(isa::Instruction in, const Completions& after) {
     if (static_cast<int32_t>(c.semaphore) == engine_semaphore_[e]) continue;
     if (known[c.semaphore] >= c.value) continue;
     known[c.semaphore] = c.value;
-    in.waits.push_back(isa::SemaphoreWait{c.semaphore, c.value});
+    if (waits != nullptr) waits->push_back(isa::SemaphoreWait{c.semaphore, c.value});
     if (replaying) continue;  // the counting pass found what is waited for
     for (int x = 0; x < kEngineCount; ++x) {
       if (static_cast<int32_t>(c.semaphore) == engine_semaphore_[x]) {
@@ -107,13 +134,13 @@ Completion EngineStreams::emit(isa::Instruction in, const Completions& after) {
     }
   }
   Completion done;
-  if (isa::is_dma(in.opcode)) {
-    auto& total = queue_total_[in.dma_queue];
-    total += arch_.dma_engines_for(in.dst->partitions);
-    done = Completion{program_.queues[in.dma_queue].semaphore, total};
+  if (isa::is_dma(opcode)) {
+    auto& total = queue_total_[dma_queue];
+    total += arch_.dma_engines_for(dma_partitions);
+    done = Completion{program_.queues[dma_queue].semaphore, total};
   } else {
     if (engine_semaphore_[e] < 0) {
-      engine_semaphore_[e] = program_.add_semaphore(fmt::format("{}_done", key_of(in.engine)));
+      engine_semaphore_[e] = program_.add_semaphore(fmt::format("{}_done", key_of(engine)));
     }
     done = Completion{static_cast<uint16_t>(engine_semaphore_[e]), ++signalled_[e]};
     if (!replaying) waited_for_[e].push_back();
@@ -125,9 +152,9 @@ Completion EngineStreams::emit(isa::Instruction in, const Completions& after) {
     throw WorkloadError(file_, "/shape",
                         fmt::format("the kernel lowers to more than {} instructions on {}, the "
                                     "most a stream can index; use larger tiles or blocks (params)",
-                                    UINT32_MAX, name_of(in.engine)));
+                                    UINT32_MAX, name_of(engine)));
   }
-  collectives_ = collectives_ || isa::is_collective(in.opcode);
+  collectives_ = collectives_ || isa::is_collective(opcode);
   if (replaying) {
     const StreamNumbering& numbering = *replay_.numbering;
     // The replay must emit what the counting pass counted, or the numbers are wrong.
@@ -135,14 +162,8 @@ Completion EngineStreams::emit(isa::Instruction in, const Completions& after) {
         static_cast<uint64_t>(signalled_[e]) >= numbering.waited_for[e].size()) {
       throw std::logic_error(fmt::format(
           "EngineStreams: the replay emits more {} instructions than the counting pass ({})",
-          name_of(in.engine), numbering.instructions[e]));
+          name_of(engine), numbering.instructions[e]));
     }
-    const Engine engine = in.engine;
-    finalize(in, e, isa::is_dma(in.opcode) ? 0 : signalled_[e], numbering.waited_for);
-    replay_.append(std::move(in));
-    if (per_engine_[e] == numbering.instructions[e]) replay_.end_of(engine);
-  } else if (mode_ == Mode::store) {
-    program_.stream(in.engine).push_back(std::move(in));
   }
   return done;
 }

@@ -26,6 +26,7 @@
 #include <string>
 #include <vector>
 
+#include "base/small_vector.hpp"
 #include "config/arch.hpp"
 #include "isa/program.hpp"
 
@@ -138,6 +139,13 @@ class EngineStreams {
   // (the transfer's, for a DMA trigger).
   Completion emit(isa::Instruction in, const Completions& after);
 
+  // A counting pass keeps no instruction, so a lowering need not build them: count() is emit()
+  // for an instruction known only by what the pass reads of it (its engine and opcode; for a
+  // DMA, its queue and destination partitions). Mode::count only (std::logic_error otherwise).
+  bool counting() const { return mode_ == Mode::count; }
+  Completion count(Engine engine, isa::Opcode opcode, const Completions& after,
+                   uint16_t dma_queue = 0, uint32_t dma_partitions = 0);
+
   uint64_t instructions() const { return instructions_; }
 
   // Makes room in `engine`'s stream for about `n` more instructions before the first emit(), so
@@ -161,6 +169,10 @@ class EngineStreams {
   void check_replayed() const;
 
  private:
+  // What emit() and count() share: the waits `after` needs on `engine` (appended to `waits`
+  // unless null), the completion, and each pass's bookkeeping.
+  Completion account(Engine engine, isa::Opcode opcode, uint16_t dma_queue, uint32_t dma_partitions,
+                     const Completions& after, base::SmallVector<isa::SemaphoreWait, 1>* waits);
   // An update on `in` if it is waited for (provisional number n on engine e), and the waits'
   // final numbers.
   void finalize(isa::Instruction& in, int e, int64_t n,

@@ -522,7 +522,7 @@ LoweredKernel lower_matmul(const Workload& w, const config::ArchConfig& arch, bo
         last = ops.matmul(bank.offset, kr, mr, nr, as.offset + (kt * plan.a_stride + i * t.m) * es,
                           bs.offset + (kt * plan.b_stride + j * t.n) * es, kt == 0,
                           (kt + 1) * t.k >= depth, after,
-                          fmt::format("mm r{} c{} k{}", m0, n0, k0 + kt * t.k));
+                          [&] { return fmt::format("mm r{} c{} k{}", m0, n0, k0 + kt * t.k); });
         as.access.read(last);
         bs.access.read(last);
       }
@@ -539,7 +539,7 @@ LoweredKernel lower_matmul(const Workload& w, const config::ArchConfig& arch, bo
       const Completion done =
           ops.evacuate(e, ActivationFunction::copy, bank.offset, mr, nr, dt, out.offset,
                        bank.access.before_read() + out.access.before_write(),
-                       fmt::format("evac c r{} c{}", m0, n0));
+                       [&] { return fmt::format("evac c r{} c{}", m0, n0); });
       bank.access.read(done);
       out.access.wrote(done);
       out.access.read(
@@ -565,8 +565,9 @@ LoweredKernel lower_matmul(const Workload& w, const config::ArchConfig& arch, bo
               load_b(bs, k0, kr, n0, nr);
               Completions after = as.access.before_read() + bs.access.before_read();
               if (k0 == 0) after.add(bank.access.before_write());
-              last = ops.matmul(bank.offset, kr, mr, nr, as.offset, bs.offset, k0 == 0,
-                                k0 + t.k >= K, after, fmt::format("mm r{} c{} k{}", m0, n0, k0));
+              last =
+                  ops.matmul(bank.offset, kr, mr, nr, as.offset, bs.offset, k0 == 0, k0 + t.k >= K,
+                             after, [&] { return fmt::format("mm r{} c{} k{}", m0, n0, k0); });
               as.access.read(last);
               bs.access.read(last);
             }
@@ -615,9 +616,9 @@ LoweredKernel lower_matmul(const Workload& w, const config::ArchConfig& arch, bo
           for (int64_t r = 0; r < row_tiles; ++r) {
             const auto mr = static_cast<uint32_t>(std::min<int64_t>(t.m, M - r * t.m));
             RegionAccesses& res = result[static_cast<size_t>(r)];
-            res.wrote(Completions(ops.zero(Engine::vector, mr, static_cast<uint32_t>(bnr),
-                                           acc_base + r * plan.bn * es, res.before_write(),
-                                           fmt::format("zero c r{} c{}", r * t.m, n0b))));
+            res.wrote(Completions(ops.zero(
+                Engine::vector, mr, static_cast<uint32_t>(bnr), acc_base + r * plan.bn * es,
+                res.before_write(), [&] { return fmt::format("zero c r{} c{}", r * t.m, n0b); })));
           }
           for (int64_t k0b = 0; k0b < K; k0b += plan.bk) {
             const int64_t bkr = std::min(plan.bk, K - k0b);
@@ -636,10 +637,10 @@ LoweredKernel lower_matmul(const Workload& w, const config::ArchConfig& arch, bo
                   OnChipTile& bank = accumulate_group(as, bs, i, j, m0, mr, n0, nr, k0b, bkr);
                   RegionAccesses& res = result[static_cast<size_t>(m0 / t.m)];
                   const uint64_t at = acc_base + ((m0 / t.m) * plan.bn + j * t.n) * es;
-                  const Completion done =
-                      ops.accumulate(bank.offset, mr, nr, at, dt, at,
-                                     bank.access.before_read() + res.before_update(),
-                                     fmt::format("accumulate c r{} c{} k{}", m0, n0, k0b), dt);
+                  const Completion done = ops.accumulate(
+                      bank.offset, mr, nr, at, dt, at,
+                      bank.access.before_read() + res.before_update(),
+                      [&] { return fmt::format("accumulate c r{} c{} k{}", m0, n0, k0b); }, dt);
                   bank.access.read(done);
                   res.wrote(Completions(done));
                 }

@@ -355,7 +355,7 @@ LoweredKernel lower_mlp(const Workload& w, const config::ArchConfig& arch, bool 
             last = ops.matmul(bank.offset, dr, fr, static_cast<uint32_t>(mc),
                               ws.offset + (dt_index * plan.w1_cols + ft * plan.tf) * es,
                               xs.offset + dt_index * plan.mc * es, d0 == 0, d0 + t.k >= D, after,
-                              fmt::format("mm1 r{} f{} d{}", m0, f0, d0));
+                              [&] { return fmt::format("mm1 r{} f{} d{}", m0, f0, d0); });
             ws.access.read(last);
             xs.access.read(last);
           }
@@ -363,7 +363,7 @@ LoweredKernel lower_mlp(const Workload& w, const config::ArchConfig& arch, bool 
           const Completion h = ops.evacuate(
               Engine::scalar, c.activation, bank.offset, fr, static_cast<uint32_t>(mc), dt,
               h_base + fi * plan.mc * es, bank.access.before_read() + hidden[fi].before_write(),
-              fmt::format("{} r{} f{}", isa::name_of(c.activation), m0, f0));
+              [&] { return fmt::format("{} r{} f{}", isa::name_of(c.activation), m0, f0); });
           bank.access.read(h);
           hidden[fi].wrote(h);
         }
@@ -390,9 +390,10 @@ LoweredKernel lower_mlp(const Workload& w, const config::ArchConfig& arch, bool 
               const auto mr = static_cast<uint32_t>(std::min<int64_t>(t.m, mc - r0));
               Completions after = hidden[fi].before_read() + ws.access.before_read();
               if (f0 == 0) after.add(group[g]->access.before_write());
-              last[g] = ops.matmul(group[g]->offset, fr, mr, dc, h_base + (fi * plan.mc + r0) * es,
-                                   ws.offset + ft * plan.d_chunk * es, f0 == 0, f0 + plan.tf >= F,
-                                   after, fmt::format("mm2 r{} c{} f{}", m0 + r0, d0, f0));
+              last[g] =
+                  ops.matmul(group[g]->offset, fr, mr, dc, h_base + (fi * plan.mc + r0) * es,
+                             ws.offset + ft * plan.d_chunk * es, f0 == 0, f0 + plan.tf >= F, after,
+                             [&] { return fmt::format("mm2 r{} c{} f{}", m0 + r0, d0, f0); });
               hidden[fi].read(last[g]);
               ws.access.read(last[g]);
             }
@@ -406,7 +407,7 @@ LoweredKernel lower_mlp(const Workload& w, const config::ArchConfig& arch, bool 
           const Completion done =
               ops.evacuate(Engine::vector, ActivationFunction::copy, group[g]->offset, mr, dc, dt,
                            out.offset, group[g]->access.before_read() + out.access.before_write(),
-                           fmt::format("evac y r{} c{}", r0, d0));
+                           [&] { return fmt::format("evac y r{} c{}", r0, d0); });
           group[g]->access.read(done);
           out.access.wrote(done);
           const Completion stored = ops.store(Engine::vector, q_y, y_partial, r0, mr, d0, dc,

@@ -63,9 +63,14 @@ Completion TileOps::load(uint16_t queue, const HbmMatrix& m, int64_t r0, int64_t
   const int64_t rest = rows % tile_rows;
   Completion done;
   auto transfer = [&](int64_t first_row, uint32_t parts, int64_t tiles, uint64_t at) {
-    const uint64_t src = m.address + (first_row * m.cols + c0) * es_;
     const auto n = static_cast<uint32_t>(cols);
     const auto t = static_cast<uint32_t>(tiles);
+    if (streams_.counting()) {
+      loaded_ += uint64_t{parts} * t * n * es_;
+      done = streams_.count(Engine::sync, isa::Opcode::dma_copy, after, queue, parts);
+      return;
+    }
+    const uint64_t src = m.address + (first_row * m.cols + c0) * es_;
     Instruction in =
         tiles == 1
             ? dma_copy(queue, isa::sbuf_ap(dt_, 0, parts, at, {{1, n}}),
@@ -92,6 +97,11 @@ Completion TileOps::load_transposed(uint16_t queue, const HbmMatrix& m, int64_t 
   for (int64_t t = 0; t * tile_rows < rows; ++t) {
     const auto parts = static_cast<uint32_t>(std::min<int64_t>(tile_rows, rows - t * tile_rows));
     const int64_t first = r0 + t * tile_rows;  // a column of m
+    if (streams_.counting()) {
+      loaded_ += uint64_t{parts} * static_cast<uint64_t>(cols) * es_;
+      done = streams_.count(Engine::sync, isa::Opcode::dma_transpose, after, queue, parts);
+      continue;
+    }
     // m[c0 .. c0 + cols, first .. first + parts]: `cols` rows of m in, `parts` partitions out.
     Instruction in = dma_transpose(queue,
                                    isa::sbuf_ap(dt_, 0, parts, offset + t * row_stride * es_,
@@ -107,39 +117,49 @@ Completion TileOps::load_transposed(uint16_t queue, const HbmMatrix& m, int64_t 
 
 Completion TileOps::matmul(uint64_t bank, uint32_t k, uint32_t m, uint32_t n, uint64_t stationary,
                            uint64_t moving, bool start, bool stop, const Completions& after,
-                           std::string label) {
+                           LazyLabel label) {
+  if (streams_.counting()) return streams_.count(Engine::tensor, isa::Opcode::matmul, after);
   return streams_.emit(
       workloads::matmul(isa::psum_ap(DType::fp32, 0, m, bank, {{1, n}}),
                         isa::sbuf_ap(dt_, 0, k, stationary, {{1, m}}),
-                        isa::sbuf_ap(dt_, 0, k, moving, {{1, n}}), start, stop, std::move(label)),
+                        isa::sbuf_ap(dt_, 0, k, moving, {{1, n}}), start, stop, label()),
       after);
 }
 
 Completion TileOps::evacuate(Engine engine, isa::ActivationFunction f, uint64_t bank,
                              uint32_t parts, uint32_t n, DType to, uint64_t dst,
-                             const Completions& after, std::string label) {
+                             const Completions& after, LazyLabel label) {
+  if (streams_.counting()) {
+    return streams_.count(
+        engine, engine == Engine::scalar ? isa::Opcode::activation : isa::Opcode::tensor_copy,
+        after);
+  }
   const auto from = isa::psum_ap(DType::fp32, 0, parts, bank, {{1, n}});
   const auto into = isa::sbuf_ap(to, 0, parts, dst, {{1, n}});
   return streams_.emit(engine == Engine::scalar
-                           ? activation(Engine::scalar, f, into, from, 1.0f, 0.0f, std::move(label))
-                           : tensor_copy(engine, into, from, std::move(label)),
+                           ? activation(Engine::scalar, f, into, from, 1.0f, 0.0f, label())
+                           : tensor_copy(engine, into, from, label()),
                        after);
 }
 
 Completion TileOps::accumulate(uint64_t bank, uint32_t parts, uint32_t n, uint64_t acc, DType to,
-                               uint64_t dst, const Completions& after, std::string label,
+                               uint64_t dst, const Completions& after, LazyLabel label,
                                DType acc_type) {
+  if (streams_.counting()) {
+    return streams_.count(Engine::vector, isa::Opcode::tensor_tensor, after);
+  }
   return streams_.emit(
       tensor_tensor(Engine::vector, isa::sbuf_ap(to, 0, parts, dst, {{1, n}}),
                     isa::psum_ap(DType::fp32, 0, parts, bank, {{1, n}}), isa::AluOp::add,
-                    isa::sbuf_ap(acc_type, 0, parts, acc, {{1, n}}), std::move(label)),
+                    isa::sbuf_ap(acc_type, 0, parts, acc, {{1, n}}), label()),
       after);
 }
 
 Completion TileOps::zero(Engine engine, uint32_t parts, uint32_t n, uint64_t dst,
-                         const Completions& after, std::string label) {
-  return streams_.emit(
-      memset(engine, isa::sbuf_ap(dt_, 0, parts, dst, {{1, n}}), 0.0f, std::move(label)), after);
+                         const Completions& after, LazyLabel label) {
+  if (streams_.counting()) return streams_.count(engine, isa::Opcode::memset, after);
+  return streams_.emit(memset(engine, isa::sbuf_ap(dt_, 0, parts, dst, {{1, n}}), 0.0f, label()),
+                       after);
 }
 
 Completion TileOps::store(Engine issuer, uint16_t queue, const HbmMatrix& m, int64_t r0,
@@ -147,6 +167,8 @@ Completion TileOps::store(Engine issuer, uint16_t queue, const HbmMatrix& m, int
                           const Completions& after) {
   const auto parts = static_cast<uint32_t>(rows);
   const auto n = static_cast<uint32_t>(cols);
+  if (streams_.counting())
+    return streams_.count(issuer, isa::Opcode::dma_copy, after, queue, parts);
   return streams_.emit(
       dma_copy(queue,
                isa::hbm_ap(dt_, m.address + (r0 * m.cols + c0) * es_, parts, m.cols, {{1, n}}),

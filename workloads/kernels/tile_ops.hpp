@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "config/arch.hpp"
@@ -84,7 +85,23 @@ struct HbmMatrix {
   int64_t cols = 0;
 };
 
-// Emits the instructions of a TensorE kernel in program order.
+// An instruction's label, made only when the instruction is: a counting pass (a streamed
+// program's first) builds none. Refers to a callable returning the text, which must outlive
+// the call it is passed to (a lambda written in the call does).
+class LazyLabel {
+ public:
+  template <typename F, typename = std::enable_if_t<std::is_invocable_r_v<std::string, const F&>>>
+  LazyLabel(const F& make)  // NOLINT: a lambda at the call site is the label
+      : make_(&make), call_([](const void* f) { return (*static_cast<const F*>(f))(); }) {}
+  std::string operator()() const { return call_(make_); }
+
+ private:
+  const void* make_;
+  std::string (*call_)(const void*);
+};
+
+// Emits the instructions of a TensorE kernel in program order. In a counting pass
+// (EngineStreams::counting) it builds no instruction: it tells the streams what each would be.
 class TileOps {
  public:
   TileOps(EngineStreams& streams, const config::ArchConfig& arch, isa::DType dtype);
@@ -106,19 +123,19 @@ class TileOps {
   // PSUM[bank][0:m, 0:n] (+)= stationary[0:k, 0:m]^T @ moving[0:k, 0:n], operands in SBUF.
   Completion matmul(uint64_t bank, uint32_t k, uint32_t m, uint32_t n, uint64_t stationary,
                     uint64_t moving, bool start, bool stop, const Completions& after,
-                    std::string label);
+                    LazyLabel label);
   // SBUF[dst][0:parts, 0:n] (dtype `to`) = f(PSUM[bank][0:parts, 0:n]): ScalarE activation
   // (f = copy for a plain evacuation), or VectorE tensor_copy (f must be copy).
   Completion evacuate(Engine engine, isa::ActivationFunction f, uint64_t bank, uint32_t parts,
                       uint32_t n, isa::DType to, uint64_t dst, const Completions& after,
-                      std::string label);
+                      LazyLabel label);
   // VectorE: SBUF[dst] (dtype `to`) = PSUM[bank] + SBUF[acc] (dtype `acc_type`).
   Completion accumulate(uint64_t bank, uint32_t parts, uint32_t n, uint64_t acc, isa::DType to,
-                        uint64_t dst, const Completions& after, std::string label,
+                        uint64_t dst, const Completions& after, LazyLabel label,
                         isa::DType acc_type = isa::DType::fp32);
   // SBUF[dst][0:parts, 0:n] = 0 in the kernel's dtype, on `engine`.
   Completion zero(Engine engine, uint32_t parts, uint32_t n, uint64_t dst, const Completions& after,
-                  std::string label);
+                  LazyLabel label);
   // Copies SBUF [rows partitions, cols] from `offset` to m[r0 + p, c0 + j], triggered by
   // `issuer` on `queue`.
   Completion store(Engine issuer, uint16_t queue, const HbmMatrix& m, int64_t r0, int64_t rows,
