@@ -38,7 +38,9 @@ struct Completion {
   int64_t value = 0;  // 0: nothing to wait for
 };
 
-// A set of completions, at most one per semaphore (the highest value).
+// A set of completions, at most one per semaphore (the highest value). Kept inline: a
+// lowering builds one or more for every instruction, and an instruction waits for a few
+// semaphores at most.
 class Completions {
  public:
   Completions() = default;
@@ -46,10 +48,10 @@ class Completions {
   void add(Completion c);
   void add(const Completions& other);
   bool empty() const { return items_.empty(); }
-  const std::vector<Completion>& items() const { return items_; }
+  const base::SmallVector<Completion, 4>& items() const { return items_; }
 
  private:
-  std::vector<Completion> items_;
+  base::SmallVector<Completion, 4> items_;
 };
 
 inline Completions operator+(Completions a, const Completions& b) {
