@@ -218,6 +218,62 @@ TEST_CASE("EngineStreams count() numbers a counting pass as emit() does, and onl
   EngineStreams store(c, arch, "w.json");
   CHECK_FALSE(store.counting());
   CHECK_THROWS_AS(store.count(Engine::vector, trnsim::isa::Opcode::nop, {}), std::logic_error);
+  // A DMA counted without its partitions would be taken for one engine's.
+  CHECK_THROWS_AS(by_count.count(Engine::sync, trnsim::isa::Opcode::dma_copy, {}, 0),
+                  std::logic_error);
+}
+
+namespace {
+
+// Every kind of TileOps instruction, chained so that each waits for the one before; returns
+// their completions.
+std::vector<Completion> every_tile_op(TileOps& ops, EngineStreams& streams) {
+  using trnsim::isa::ActivationFunction;
+  using trnsim::isa::DType;
+  const uint16_t q = streams.add_queue("q");
+  const trnsim::workloads::HbmMatrix a{"a", 0, 512, 512};
+  auto label = [] { return std::string("op"); };
+  std::vector<Completion> out;
+  out.push_back(ops.load(q, a, 0, 200, 0, 256, 128, 0, 256, {}));  // two tiles and a part
+  out.push_back(ops.load_transposed(q, a, 0, 130, 0, 64, 128, 4096, 64, out.back()));
+  out.push_back(ops.matmul(0, 128, 128, 256, 0, 4096, true, true, out.back(), label));
+  out.push_back(ops.evacuate(Engine::scalar, ActivationFunction::copy, 0, 128, 256, DType::bf16,
+                             8192, out.back(), label));
+  out.push_back(ops.evacuate(Engine::vector, ActivationFunction::copy, 0, 128, 256, DType::bf16,
+                             8192, out.back(), label));
+  out.push_back(ops.accumulate(0, 128, 256, 16384, DType::bf16, 16384, out.back(), label));
+  out.push_back(ops.zero(Engine::gpsimd, 64, 256, 32768, out.back(), label));
+  out.push_back(ops.store(Engine::scalar, q, a, 0, 96, 0, 256, 8192, out.back()));
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("TileOps counts what it builds: the same engines, completions and HBM bytes",
+          "[unit][engine_streams]") {
+  const auto arch = trnsim::config::trn2();
+  Program built, counted;
+  EngineStreams store(built, arch, "w.json");
+  EngineStreams count(counted, arch, "w.json", EngineStreams::Mode::count);
+  TileOps by_building(store, arch, trnsim::isa::DType::bf16);
+  TileOps by_counting(count, arch, trnsim::isa::DType::bf16);
+  const std::vector<Completion> a = every_tile_op(by_building, store);
+  const std::vector<Completion> b = every_tile_op(by_counting, count);
+  REQUIRE(a.size() == b.size());
+  for (size_t i = 0; i < a.size(); ++i) {
+    INFO(i);
+    CHECK(a[i].semaphore == b[i].semaphore);
+    CHECK(a[i].value == b[i].value);
+  }
+  CHECK(by_building.hbm_bytes_loaded() == by_counting.hbm_bytes_loaded());
+  CHECK(by_counting.hbm_bytes_loaded() == (200 * 256 + 130 * 64) * 2);
+  const auto numbering = count.numbering();
+  for (Engine e : trnsim::kAllEngines) {
+    INFO(trnsim::name_of(e));
+    CHECK(numbering->instructions[trnsim::index_of(e)] == built.stream(e).size());
+  }
+  CHECK(built.stream(Engine::sync).size() == 4);  // the loads (2 + 2); ScalarE stores
+  CHECK(counted.semaphores.size() == built.semaphores.size());
 }
 
 TEST_CASE("TileOps makes a label only for an instruction it builds", "[unit][engine_streams]") {

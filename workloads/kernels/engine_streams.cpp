@@ -103,6 +103,9 @@ Completion EngineStreams::count(Engine engine, isa::Opcode opcode, const Complet
   if (mode_ != Mode::count) {
     throw std::logic_error("EngineStreams::count: only a counting pass may skip the instruction");
   }
+  if (isa::is_dma(opcode) && dma_partitions == 0) {
+    throw std::logic_error("EngineStreams::count: a DMA needs its destination's partitions");
+  }
   return account(engine, opcode, dma_queue, dma_partitions, after, nullptr);
 }
 

@@ -143,7 +143,8 @@ class EngineStreams {
 
   // A counting pass keeps no instruction, so a lowering need not build them: count() is emit()
   // for an instruction known only by what the pass reads of it (its engine and opcode; for a
-  // DMA, its queue and destination partitions). Mode::count only (std::logic_error otherwise).
+  // DMA, its queue and destination partitions, which it must give). Mode::count only
+  // (std::logic_error otherwise).
   bool counting() const { return mode_ == Mode::count; }
   Completion count(Engine engine, isa::Opcode opcode, const Completions& after,
                    uint16_t dma_queue = 0, uint32_t dma_partitions = 0);

@@ -98,7 +98,7 @@ Completion TileOps::load_transposed(uint16_t queue, const HbmMatrix& m, int64_t 
     const auto parts = static_cast<uint32_t>(std::min<int64_t>(tile_rows, rows - t * tile_rows));
     const int64_t first = r0 + t * tile_rows;  // a column of m
     if (streams_.counting()) {
-      loaded_ += uint64_t{parts} * static_cast<uint64_t>(cols) * es_;
+      loaded_ += uint64_t{parts} * static_cast<uint32_t>(cols) * es_;
       done = streams_.count(Engine::sync, isa::Opcode::dma_transpose, after, queue, parts);
       continue;
     }

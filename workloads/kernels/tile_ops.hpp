@@ -87,7 +87,8 @@ struct HbmMatrix {
 
 // An instruction's label, made only when the instruction is: a counting pass (a streamed
 // program's first) builds none. Refers to a callable returning the text, which must outlive
-// the call it is passed to (a lambda written in the call does).
+// the call it is passed to (a lambda written in the call does). Only a parameter: one kept in
+// a variable would refer to a lambda gone at the end of its statement.
 class LazyLabel {
  public:
   template <typename F, typename = std::enable_if_t<std::is_invocable_r_v<std::string, const F&>>>
