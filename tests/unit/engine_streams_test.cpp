@@ -10,6 +10,7 @@
 #include "config/arch.hpp"
 #include "isa/program.hpp"
 #include "workloads/kernels/engine_streams.hpp"
+#include "workloads/kernels/instruction_builder.hpp"
 #include "workloads/kernels/tile_ops.hpp"
 
 using trnsim::Engine;
@@ -153,12 +154,19 @@ TEST_CASE("EngineStreams replay that strays from the counting pass is an interna
 namespace {
 
 Instruction load(uint16_t queue, uint32_t partitions) {
-  Instruction in = nop(Engine::sync);
-  in.opcode = trnsim::isa::Opcode::dma_copy;
-  in.dma_queue = queue;
-  in.dst = trnsim::isa::sbuf_ap(trnsim::isa::DType::bf16, 0, partitions, 0, {{1, 64}});
-  in.src[0] = trnsim::isa::hbm_ap(trnsim::isa::DType::bf16, 0, partitions, 64, {{1, 64}});
-  return in;
+  return trnsim::workloads::dma_copy(
+      queue, trnsim::isa::sbuf_ap(trnsim::isa::DType::bf16, 0, partitions, 0, {{1, 64}}),
+      trnsim::isa::hbm_ap(trnsim::isa::DType::bf16, 0, partitions, 64, {{1, 64}}), "load");
+}
+
+// The same completions, one by one.
+void check_same(const std::vector<Completion>& a, const std::vector<Completion>& b) {
+  REQUIRE(a.size() == b.size());
+  for (size_t i = 0; i < a.size(); ++i) {
+    INFO(i);
+    CHECK(a[i].semaphore == b[i].semaphore);
+    CHECK(a[i].value == b[i].value);
+  }
 }
 
 // Loads on one queue (64 and 128 partitions: different numbers of DMA engines), VectorE waiting for
@@ -193,12 +201,7 @@ TEST_CASE("EngineStreams count() numbers a counting pass as emit() does, and onl
   REQUIRE(by_count.counting());
   const std::vector<Completion> ea = emit_mixed(by_emit, by_emit.add_queue("q"), false);
   const std::vector<Completion> eb = emit_mixed(by_count, by_count.add_queue("q"), true);
-  REQUIRE(ea.size() == eb.size());
-  for (size_t i = 0; i < ea.size(); ++i) {
-    INFO(i);
-    CHECK(ea[i].semaphore == eb[i].semaphore);
-    CHECK(ea[i].value == eb[i].value);
-  }
+  check_same(ea, eb);
   // A DMA raises its queue by the engines its partitions take (D1).
   CHECK(ea[2].value == arch.dma_engines_for(64) + arch.dma_engines_for(128));
   CHECK(by_emit.instructions() == by_count.instructions());
@@ -259,12 +262,7 @@ TEST_CASE("TileOps counts what it builds: the same engines, completions and HBM 
   TileOps by_counting(count, arch, trnsim::isa::DType::bf16);
   const std::vector<Completion> a = every_tile_op(by_building, store);
   const std::vector<Completion> b = every_tile_op(by_counting, count);
-  REQUIRE(a.size() == b.size());
-  for (size_t i = 0; i < a.size(); ++i) {
-    INFO(i);
-    CHECK(a[i].semaphore == b[i].semaphore);
-    CHECK(a[i].value == b[i].value);
-  }
+  check_same(a, b);
   CHECK(by_building.hbm_bytes_loaded() == by_counting.hbm_bytes_loaded());
   CHECK(by_counting.hbm_bytes_loaded() == (200 * 256 + 130 * 64) * 2);
   const auto numbering = count.numbering();

@@ -82,14 +82,14 @@ void EngineStreams::reserve(Engine engine, uint64_t n) {
 }
 
 Completion EngineStreams::emit(isa::Instruction in, const Completions& after) {
-  const Completion done =
-      account(in.engine, in.opcode, isa::is_dma(in.opcode) ? in.dma_queue : 0,
-              isa::is_dma(in.opcode) ? in.dst->partitions : 0, after, &in.waits);
+  const bool dma = isa::is_dma(in.opcode);
+  const Completion done = account(in.engine, in.opcode, dma ? in.dma_queue : 0,
+                                  dma ? in.dst->partitions : 0, after, &in.waits);
   const int e = index_of(in.engine);
   if (mode_ == Mode::replay) {
     const StreamNumbering& numbering = *replay_.numbering;
     const Engine engine = in.engine;
-    finalize(in, e, isa::is_dma(in.opcode) ? 0 : signalled_[e], numbering.waited_for);
+    finalize(in, e, dma ? 0 : signalled_[e], numbering.waited_for);
     replay_.append(std::move(in));
     if (per_engine_[e] == numbering.instructions[e]) replay_.end_of(engine);
   } else if (mode_ == Mode::store) {
