@@ -17,6 +17,7 @@
 #include "models/neuroncore/cost.hpp"
 #include "sim/report/report_html.hpp"
 #include "sim/report/trace_lanes.hpp"
+#include "workloads/kernels/instruction_builder.hpp"
 
 using namespace trnsim;
 using trnsim_test::column;
@@ -32,13 +33,9 @@ std::string slurp(const std::string& path) {
 
 // A VectorE copy of 128 x 64 bf16 in SBUF.
 isa::Instruction vector_copy(const std::string& label) {
-  isa::Instruction in;
-  in.opcode = isa::Opcode::tensor_copy;
-  in.engine = Engine::vector;
-  in.src[0] = isa::sbuf_ap(isa::DType::bf16, 0, 128, 0, {{1, 64}});
-  in.dst = isa::sbuf_ap(isa::DType::bf16, 0, 128, 128, {{1, 64}});
-  in.label = label;
-  return in;
+  return workloads::tensor_copy(Engine::vector,
+                                isa::sbuf_ap(isa::DType::bf16, 0, 128, 128, {{1, 64}}),
+                                isa::sbuf_ap(isa::DType::bf16, 0, 128, 0, {{1, 64}}), label);
 }
 
 }  // namespace
@@ -51,14 +48,9 @@ TEST_CASE("report.html's events block holds every record, in order, as deflated 
   for (uint32_t i = 0; i < kInstructions; ++i) {
     p.stream(Engine::vector).push_back(vector_copy(i % 2 ? "copy " + std::to_string(i) : ""));
   }
-  isa::Instruction dma;
-  dma.opcode = isa::Opcode::dma_copy;
-  dma.engine = Engine::sync;
-  dma.src[0] = isa::hbm_ap(isa::DType::bf16, 0, 128, 64, {{1, 64}});
-  dma.dst = isa::sbuf_ap(isa::DType::bf16, 0, 128, 0, {{1, 64}});
-  dma.dma_queue = q;
-  dma.label = "load";
-  p.stream(Engine::sync).push_back(dma);
+  p.stream(Engine::sync)
+      .push_back(workloads::dma_copy(q, isa::sbuf_ap(isa::DType::bf16, 0, 128, 0, {{1, 64}}),
+                                     isa::hbm_ap(isa::DType::bf16, 0, 128, 64, {{1, 64}}), "load"));
   const config::ArchConfig arch = config::trn2();
   const std::string dir = "sim-report";  // under the test's working directory
   std::filesystem::create_directories(dir);
