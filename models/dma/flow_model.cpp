@@ -373,11 +373,19 @@ void FlowMemoryModel::on_done(uint32_t id, Picoseconds now) {
 // level; when a constraint saturates, its flows keep the level as their rate.
 void FlowMemoryModel::recompute(Picoseconds now) {
   changed_ = false;
+  // The scratch through raw pointers: a store to state (uint8_t) may alias anything, so the
+  // compiler would otherwise load every vector's data pointer again after each store.
+  double* const used = used_.data();
+  double* const weight = weight_.data();
+  double* const level_at = level_.data();
+  const double* const cap = cap_.data();
+  uint32_t* const unfrozen = unfrozen_.data();
+  uint8_t* const state = state_.data();
   for (uint32_t j : touched_) {
-    used_[j] = 0;
-    weight_[j] = 0;
-    unfrozen_[j] = 0;
-    state_[j] = 0;
+    used[j] = 0;
+    weight[j] = 0;
+    unfrozen[j] = 0;
+    state[j] = 0;
   }
   touched_.clear();
   open_.clear();
@@ -388,49 +396,58 @@ void FlowMemoryModel::recompute(Picoseconds now) {
     if (flow.frozen) continue;
     open_.push_back(f);
     for (const Term& term : flow.terms) {
-      if (state_[term.constraint] == 0) {
-        state_[term.constraint] = 1;
-        touched_.push_back(term.constraint);
+      const uint32_t j = term.constraint;
+      if (state[j] == 0) {
+        state[j] = 1;
+        touched_.push_back(j);
       }
-      weight_[term.constraint] += term.coefficient;
-      ++unfrozen_[term.constraint];
+      weight[j] += term.coefficient;
+      ++unfrozen[j];
     }
   }
   while (!open_.empty()) {
     double level = std::numeric_limits<double>::infinity();
     for (uint32_t j : touched_) {
-      if (state_[j] != 1 || unfrozen_[j] == 0) continue;
-      level_[j] = std::max(0.0, cap_[j] - used_[j]) / weight_[j];
-      level = std::min(level, level_[j]);
+      if (state[j] != 1 || unfrozen[j] == 0) continue;
+      level_at[j] = std::max(0.0, cap[j] - used[j]) / weight[j];
+      level = std::min(level, level_at[j]);
     }
     for (uint32_t j : touched_) {
-      if (state_[j] == 1 && unfrozen_[j] > 0 && level_[j] <= level * (1 + 1e-12)) state_[j] = 2;
+      if (state[j] == 1 && unfrozen[j] > 0 && level_at[j] <= level * (1 + 1e-12)) state[j] = 2;
     }
-    // The flows still open, in active_ order (the order the sums below are taken in); those
-    // fixed now leave the list.
+    // The flows a saturated constraint binds keep the level; the others stay open, in active_
+    // order (the order the sums below are taken in). The states do not change in this pass.
     size_t kept = 0;
+    fixed_.clear();
     for (const uint32_t f : open_) {
-      Flow& flow = flows_[f];
       bool bound = false;
-      for (const Term& term : flow.terms) {
-        if (state_[term.constraint] == 2) {
+      for (const Term& term : flows_[f].terms) {
+        if (state[term.constraint] == 2) {
           bound = true;
           break;
         }
       }
-      if (!bound) {
+      if (bound) {
+        fixed_.push_back(f);
+      } else {
         open_[kept++] = f;
-        continue;
-      }
-      flow.frozen = true;
-      flow.rate = level;
-      for (const Term& term : flow.terms) {
-        used_[term.constraint] += term.coefficient * level;
-        weight_[term.constraint] -= term.coefficient;
-        --unfrozen_[term.constraint];
       }
     }
     open_.resize(kept);
+    for (const uint32_t f : fixed_) {
+      Flow& flow = flows_[f];
+      flow.frozen = true;
+      flow.rate = level;
+    }
+    // What the fixed flows use counts toward the next round; after the last there is none.
+    if (kept == 0) break;
+    for (const uint32_t f : fixed_) {
+      for (const Term& term : flows_[f].terms) {
+        used[term.constraint] += term.coefficient * level;
+        weight[term.constraint] -= term.coefficient;
+        --unfrozen[term.constraint];
+      }
+    }
   }
   next_finish_ = kNever;
   for (uint32_t f : active_) {

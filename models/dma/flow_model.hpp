@@ -173,6 +173,7 @@ class FlowMemoryModel final : public MemoryModel {
   std::vector<uint8_t> state_;      // 0 untouched, 1 touched, 2 saturated
   std::vector<uint32_t> touched_;
   std::vector<uint32_t> open_;  // recompute: the active flows not yet fixed, in active_ order
+  std::vector<uint32_t> fixed_;  // recompute: the flows fixed in one round, in active_ order
   std::vector<uint32_t> finishing_;
   HbmCounters counters_;
 };
