@@ -190,7 +190,8 @@ void FlowMemoryModel::on_ready(uint32_t id, Picoseconds now) {
   };
   const bool same_spread = (!reads || shifts_by_rounds(t.instruction->src[0])) &&
                            (!writes || shifts_by_rounds(t.instruction->dst));
-  uint32_t cached_count = 0;  // partitions of the part whose spread cached_terms_ holds
+  uint32_t cached_count = 0;  // partitions of the part whose spread cached_spread is
+  uint32_t cached_spread = kNone;
   uint32_t parts = 0;
   for (uint32_t i = 0; i < plan.engines; ++i) {
     const uint32_t first = i * plan.partitions_per_engine;
@@ -214,13 +215,16 @@ void FlowMemoryModel::on_ready(uint32_t id, Picoseconds now) {
     flow.rate = 0;
     flow.finish = kNever;
     flow.release = kNever;
-    flow.terms.clear();
+    flow.own_terms = 0;
+    flow.spread = kNone;
     if (flow.bytes > 0) {
       const double bytes = static_cast<double>(flow.bytes);
-      flow.terms.push_back({flow.engine, static_cast<double>(flow.engine_time.value) / bytes});
-      if (round_trip > 0) flow.terms.push_back({engines + flow.engine, round_trip});
+      flow.own[flow.own_terms++] = {flow.engine,
+                                    static_cast<double>(flow.engine_time.value) / bytes};
+      if (round_trip > 0) flow.own[flow.own_terms++] = {engines + flow.engine, round_trip};
       if ((reads || writes) && same_spread && cached_count == count) {
-        flow.terms.insert(flow.terms.end(), cached_terms_.begin(), cached_terms_.end());
+        flow.spread = cached_spread;
+        if (flow.spread != kNone) ++spreads_[flow.spread].users;
       } else if (reads || writes) {
         // Each side spreads the same bytes over pseudo-channels: the shares of one side sum
         // to 1, of both to 2.
@@ -259,14 +263,17 @@ void FlowMemoryModel::on_ready(uint32_t id, Picoseconds now) {
             ++run_units_[hbm_.channel_of_unit(u)];
           }
         }
+        flow.spread = new_spread();
+        std::vector<Term>& terms = spreads_[flow.spread].terms;
         for (uint32_t c = 0; c < channels_; ++c) {
           if (channel_bytes_[c] == 0) continue;
           const double once = dedup != 1.0 && run_units_[c] == 1 ? dedup : 1.0;
-          flow.terms.push_back(
+          terms.push_back(
               {first_channel + c, static_cast<double>(channel_bytes_[c]) * scale * once});
         }
+        if (terms.empty()) drop_spread(flow);
         if (same_spread && cached_count == 0) {
-          cached_terms_.assign(flow.terms.begin() + (round_trip > 0 ? 2 : 1), flow.terms.end());
+          cached_spread = flow.spread;
           cached_count = count;
         }
       }
@@ -285,6 +292,26 @@ void FlowMemoryModel::on_ready(uint32_t id, Picoseconds now) {
   }
   book_[id].parts_open = parts;
   if (parts == 0) schedule(now, EventKind::transfer_done, id);
+}
+
+uint32_t FlowMemoryModel::new_spread() {
+  uint32_t s = static_cast<uint32_t>(spreads_.size());
+  if (free_spreads_.empty()) {
+    spreads_.emplace_back();
+  } else {
+    s = free_spreads_.back();
+    free_spreads_.pop_back();
+  }
+  spreads_[s].terms.clear();
+  spreads_[s].users = 1;
+  return s;
+}
+
+void FlowMemoryModel::drop_spread(Flow& flow) {
+  if (flow.spread != kNone && --spreads_[flow.spread].users == 0) {
+    free_spreads_.push_back(flow.spread);
+  }
+  flow.spread = kNone;
 }
 
 void FlowMemoryModel::activate(uint32_t f, Picoseconds now) {
@@ -328,6 +355,7 @@ void FlowMemoryModel::finish(uint32_t f, Picoseconds now) {
       activate(q.head, now);
     }
   }
+  drop_spread(flow);
   free_flows_.push_back(f);
   if (--t.parts_open == 0) {
     Picoseconds tail;
@@ -356,8 +384,9 @@ void FlowMemoryModel::release(uint32_t f, Picoseconds now) {
   const uint32_t hq = hw_queue(book_[flow.transfer].queue);
   IndexList& q = engine.queues[hq];
   flow.release = kNever;
-  if (!flow.terms.empty() && flow.terms.front().constraint == flow.engine) {
-    flow.terms.erase(flow.terms.begin());  // its engine-time term
+  if (flow.own_terms > 0 && flow.own[0].constraint == flow.engine) {
+    flow.own[0] = flow.own[1];  // its engine-time term leaves
+    --flow.own_terms;
   }
   engine.draining[hq] = f;
   q.head = flow.next;
@@ -392,10 +421,10 @@ void FlowMemoryModel::recompute(Picoseconds now) {
   for (uint32_t f : active_) {
     Flow& flow = flows_[f];
     flow.rate = 0;
-    flow.frozen = flow.remaining <= 0 || flow.terms.empty();  // nothing to move: done now
+    flow.frozen = flow.remaining <= 0 || !has_terms(flow);  // nothing to move: done now
     if (flow.frozen) continue;
     open_.push_back(f);
-    for (const Term& term : flow.terms) {
+    any_term(flow, [&](const Term& term) {
       const uint32_t j = term.constraint;
       if (state[j] == 0) {
         state[j] = 1;
@@ -403,7 +432,8 @@ void FlowMemoryModel::recompute(Picoseconds now) {
       }
       weight[j] += term.coefficient;
       ++unfrozen[j];
-    }
+      return false;
+    });
   }
   while (!open_.empty()) {
     double level = std::numeric_limits<double>::infinity();
@@ -420,13 +450,8 @@ void FlowMemoryModel::recompute(Picoseconds now) {
     size_t kept = 0;
     fixed_.clear();
     for (const uint32_t f : open_) {
-      bool bound = false;
-      for (const Term& term : flows_[f].terms) {
-        if (state[term.constraint] == 2) {
-          bound = true;
-          break;
-        }
-      }
+      const bool bound =
+          any_term(flows_[f], [&](const Term& term) { return state[term.constraint] == 2; });
       if (bound) {
         fixed_.push_back(f);
       } else {
@@ -442,11 +467,12 @@ void FlowMemoryModel::recompute(Picoseconds now) {
     // What the fixed flows use counts toward the next round; after the last there is none.
     if (kept == 0) break;
     for (const uint32_t f : fixed_) {
-      for (const Term& term : flows_[f].terms) {
+      any_term(flows_[f], [&](const Term& term) {
         used[term.constraint] += term.coefficient * level;
         weight[term.constraint] -= term.coefficient;
         --unfrozen[term.constraint];
-      }
+        return false;
+      });
     }
   }
   next_finish_ = kNever;

@@ -68,6 +68,7 @@
 // computation per change of the active set, independent of the bytes moved.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <vector>
 
@@ -109,9 +110,13 @@ class FlowMemoryModel final : public MemoryModel {
     uint32_t active_at = 0;  // index in active_ while active
     double remaining = 0;    // bytes
     double hbm_factor = 0;   // 0: no HBM; 1: reads or writes; 2: both
-    // Engine time (ps per byte), window (round-trip ps: bytes in flight per byte per ps) and
-    // pseudo-channels (share of the bytes on each).
-    std::vector<Term> terms;
+    // Its terms: its own, engine time (ps per byte) and, when it touches HBM, the window
+    // (round-trip ps: bytes in flight per byte per ps); then the pseudo-channels' (share of the
+    // bytes on each), in spreads_[spread] (kNone: none), which the parts of one transfer with
+    // the same spread share.
+    std::array<Term, 2> own{};
+    uint32_t own_terms = 0;
+    uint32_t spread = kNone;
     double rate = 0;          // bytes per ps
     int64_t finish = kNever;  // when it finishes at its current rate
     Picoseconds engine_time;  // busy time it costs its engine
@@ -119,6 +124,26 @@ class FlowMemoryModel final : public MemoryModel {
     bool frozen = false;
     int64_t release = kNever;  // when its queue's next part may start (remaining = window)
   };
+  struct Spread {  // pseudo-channel terms, shared by `users` flows
+    std::vector<Term> terms;
+    uint32_t users = 0;
+  };
+  // Calls f(term) for each of the flow's terms, its own first; stops at the first that returns
+  // true, and says whether one did.
+  template <typename F>
+  bool any_term(const Flow& flow, F&& f) const {
+    for (uint32_t k = 0; k < flow.own_terms; ++k) {
+      if (f(flow.own[k])) return true;
+    }
+    if (flow.spread == kNone) return false;
+    for (const Term& term : spreads_[flow.spread].terms) {
+      if (f(term)) return true;
+    }
+    return false;
+  }
+  bool has_terms(const Flow& flow) const { return flow.own_terms > 0 || flow.spread != kNone; }
+  uint32_t new_spread();
+  void drop_spread(Flow& flow);
   struct Engine {
     std::vector<IndexList> queues;
     // Per hardware queue: its draining flow, or kNone. A draining flow's engine has issued all
@@ -147,9 +172,7 @@ class FlowMemoryModel final : public MemoryModel {
   uint32_t channels_;    // pseudo-channels per stack
   uint64_t core_bytes_;  // a core's HBM address space: cores sharing a stack sit side by side
   std::vector<uint64_t> channel_bytes_;  // scratch of spread()
-  std::vector<Term> cached_terms_;       // scratch of on_ready(): one part's channel terms
   std::vector<uint32_t> run_units_;      // scratch of on_ready(): a run's units per channel
-  std::vector<double> channel_share_;    // scratch of on_ready()
   double stack_peak_;                    // bytes per ps
   double window_bytes_;                  // an engine's outstanding window: chunks x chunk bytes
   double read_round_trip_, write_round_trip_;  // ps, of one chunk through HBM
@@ -162,6 +185,8 @@ class FlowMemoryModel final : public MemoryModel {
   uint64_t events_processed_ = 0;
   std::vector<Flow> flows_;
   std::vector<uint32_t> free_flows_;
+  std::vector<Spread> spreads_;
+  std::vector<uint32_t> free_spreads_;
   std::vector<Engine> engines_;
   std::vector<uint32_t> active_;  // flows with a rate
   bool changed_ = false;          // the active set changed since the last rate computation
@@ -172,7 +197,7 @@ class FlowMemoryModel final : public MemoryModel {
   std::vector<uint32_t> unfrozen_;  // flows of the constraint not yet given their rate
   std::vector<uint8_t> state_;      // 0 untouched, 1 touched, 2 saturated
   std::vector<uint32_t> touched_;
-  std::vector<uint32_t> open_;  // recompute: the active flows not yet fixed, in active_ order
+  std::vector<uint32_t> open_;   // recompute: the active flows not yet fixed, in active_ order
   std::vector<uint32_t> fixed_;  // recompute: the flows fixed in one round, in active_ order
   std::vector<uint32_t> finishing_;
   HbmCounters counters_;
