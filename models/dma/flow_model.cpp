@@ -190,7 +190,9 @@ void FlowMemoryModel::on_ready(uint32_t id, Picoseconds now) {
   };
   const bool same_spread = (!reads || shifts_by_rounds(t.instruction->src[0])) &&
                            (!writes || shifts_by_rounds(t.instruction->dst));
-  uint32_t cached_count = 0;  // partitions of the part whose spread cached_spread is
+  // The spread computed for the first part, shared by the parts with as many partitions
+  // (cached_count 0: none computed yet; cached_spread may be kNone, a spread without terms).
+  uint32_t cached_count = 0;
   uint32_t cached_spread = kNone;
   uint32_t parts = 0;
   for (uint32_t i = 0; i < plan.engines; ++i) {
@@ -271,7 +273,7 @@ void FlowMemoryModel::on_ready(uint32_t id, Picoseconds now) {
           terms.push_back(
               {first_channel + c, static_cast<double>(channel_bytes_[c]) * scale * once});
         }
-        if (terms.empty()) drop_spread(flow);
+        if (terms.empty()) drop_spread(flow);  // (bytes on no channel: not seen, kept safe)
         if (same_spread && cached_count == 0) {
           cached_spread = flow.spread;
           cached_count = count;
@@ -406,7 +408,7 @@ void FlowMemoryModel::recompute(Picoseconds now) {
   // compiler would otherwise load every vector's data pointer again after each store.
   double* const used = used_.data();
   double* const weight = weight_.data();
-  double* const level_at = level_.data();
+  double* const levels = level_.data();
   const double* const cap = cap_.data();
   uint32_t* const unfrozen = unfrozen_.data();
   uint8_t* const state = state_.data();
@@ -421,10 +423,9 @@ void FlowMemoryModel::recompute(Picoseconds now) {
   for (uint32_t f : active_) {
     Flow& flow = flows_[f];
     flow.rate = 0;
-    flow.frozen = flow.remaining <= 0 || !has_terms(flow);  // nothing to move: done now
-    if (flow.frozen) continue;
+    if (flow.remaining <= 0 || !has_terms(flow)) continue;  // nothing to move: done now
     open_.push_back(f);
-    any_term(flow, [&](const Term& term) {
+    for_each_term(flow, [&](const Term& term) {
       const uint32_t j = term.constraint;
       if (state[j] == 0) {
         state[j] = 1;
@@ -432,46 +433,40 @@ void FlowMemoryModel::recompute(Picoseconds now) {
       }
       weight[j] += term.coefficient;
       ++unfrozen[j];
-      return false;
     });
   }
   while (!open_.empty()) {
     double level = std::numeric_limits<double>::infinity();
     for (uint32_t j : touched_) {
       if (state[j] != 1 || unfrozen[j] == 0) continue;
-      level_at[j] = std::max(0.0, cap[j] - used[j]) / weight[j];
-      level = std::min(level, level_at[j]);
+      levels[j] = std::max(0.0, cap[j] - used[j]) / weight[j];
+      level = std::min(level, levels[j]);
     }
     for (uint32_t j : touched_) {
-      if (state[j] == 1 && unfrozen[j] > 0 && level_at[j] <= level * (1 + 1e-12)) state[j] = 2;
+      if (state[j] == 1 && unfrozen[j] > 0 && levels[j] <= level * (1 + 1e-12)) state[j] = 2;
     }
-    // The flows a saturated constraint binds keep the level; the others stay open, in active_
-    // order (the order the sums below are taken in). The states do not change in this pass.
+    // The flows a saturated constraint binds keep the level as their rate; the others stay
+    // open. Both lists keep active_ order (the order the sums below are taken in). The states
+    // do not change in this pass.
     size_t kept = 0;
     fixed_.clear();
     for (const uint32_t f : open_) {
-      const bool bound =
-          any_term(flows_[f], [&](const Term& term) { return state[term.constraint] == 2; });
-      if (bound) {
+      Flow& flow = flows_[f];
+      if (any_term(flow, [&](const Term& term) { return state[term.constraint] == 2; })) {
+        flow.rate = level;
         fixed_.push_back(f);
       } else {
         open_[kept++] = f;
       }
     }
     open_.resize(kept);
-    for (const uint32_t f : fixed_) {
-      Flow& flow = flows_[f];
-      flow.frozen = true;
-      flow.rate = level;
-    }
     // What the fixed flows use counts toward the next round; after the last there is none.
     if (kept == 0) break;
     for (const uint32_t f : fixed_) {
-      any_term(flows_[f], [&](const Term& term) {
+      for_each_term(flows_[f], [&](const Term& term) {
         used[term.constraint] += term.coefficient * level;
         weight[term.constraint] -= term.coefficient;
         --unfrozen[term.constraint];
-        return false;
       });
     }
   }

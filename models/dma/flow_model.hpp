@@ -111,9 +111,9 @@ class FlowMemoryModel final : public MemoryModel {
     double remaining = 0;    // bytes
     double hbm_factor = 0;   // 0: no HBM; 1: reads or writes; 2: both
     // Its terms: its own, engine time (ps per byte) and, when it touches HBM, the window
-    // (round-trip ps: bytes in flight per byte per ps); then the pseudo-channels' (share of the
-    // bytes on each), in spreads_[spread] (kNone: none), which the parts of one transfer with
-    // the same spread share.
+    // (round-trip ps: bytes in flight per byte per ps; after release() the only one); then the
+    // pseudo-channels' (share of the bytes on each), in spreads_[spread] (kNone: none), which
+    // the parts of one transfer with the same spread share.
     std::array<Term, 2> own{};
     uint32_t own_terms = 0;
     uint32_t spread = kNone;
@@ -121,25 +121,32 @@ class FlowMemoryModel final : public MemoryModel {
     int64_t finish = kNever;  // when it finishes at its current rate
     Picoseconds engine_time;  // busy time it costs its engine
     uint64_t bytes = 0;
-    bool frozen = false;
     int64_t release = kNever;  // when its queue's next part may start (remaining = window)
   };
   struct Spread {  // pseudo-channel terms, shared by `users` flows
     std::vector<Term> terms;
     uint32_t users = 0;
   };
-  // Calls f(term) for each of the flow's terms, its own first; stops at the first that returns
-  // true, and says whether one did.
+  // Whether pred(term) holds for one of the flow's terms, asked in order (its own first) up to
+  // the first that does.
   template <typename F>
-  bool any_term(const Flow& flow, F&& f) const {
+  bool any_term(const Flow& flow, F&& pred) const {
     for (uint32_t k = 0; k < flow.own_terms; ++k) {
-      if (f(flow.own[k])) return true;
+      if (pred(flow.own[k])) return true;
     }
     if (flow.spread == kNone) return false;
     for (const Term& term : spreads_[flow.spread].terms) {
-      if (f(term)) return true;
+      if (pred(term)) return true;
     }
     return false;
+  }
+  // Calls f(term) for each of the flow's terms in order, its own first.
+  template <typename F>
+  void for_each_term(const Flow& flow, F&& f) const {
+    any_term(flow, [&f](const Term& term) {
+      f(term);
+      return false;
+    });
   }
   bool has_terms(const Flow& flow) const { return flow.own_terms > 0 || flow.spread != kNone; }
   uint32_t new_spread();
