@@ -97,3 +97,25 @@ TEST_CASE("dma_flow_model works from an arch file and in a sweep") {
   CHECK(flow != detailed);
   CHECK(std::fabs(flow - detailed) / detailed <= kTolerance);
 }
+
+TEST_CASE("the flow memory model warns when the window is smaller than it is checked at") {
+  const std::string opts = "--timing-only --no-report --set dma_engine_outstanding_chunks=";
+  const auto small = trnsim_test::run_ok(example("rmsnorm.json"),
+                                         opts + "2 --set dma_flow_model=true", "flow_window_2");
+  REQUIRE(small.stats["memory_model"].contains("caveat"));
+  const std::string caveat = small.stats["memory_model"]["caveat"].get<std::string>();
+  CHECK(caveat.find("dma_engine_outstanding_chunks is 2") != std::string::npos);
+  CHECK(caveat.find("docs/validation.md 6.2") != std::string::npos);
+  CHECK(small.invocation.out.find("dma_engine_outstanding_chunks=2 it is optimistic") !=
+        std::string::npos);
+
+  // At the checked window, and with the detailed model at any window, nothing to say.
+  const auto checked = trnsim_test::run_ok(example("rmsnorm.json"),
+                                           opts + "4 --set dma_flow_model=true", "flow_window_4");
+  CHECK_FALSE(checked.stats["memory_model"].contains("caveat"));
+  CHECK(checked.invocation.out.find("optimistic") == std::string::npos);
+  const auto detailed =
+      trnsim_test::run_ok(example("rmsnorm.json"), opts + "1", "flow_window_detailed_1");
+  CHECK_FALSE(detailed.stats["memory_model"].contains("caveat"));
+  CHECK(detailed.invocation.out.find("optimistic") == std::string::npos);
+}
