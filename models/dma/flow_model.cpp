@@ -6,6 +6,20 @@
 
 namespace trnsim::models {
 
+namespace {
+// A slot of `pool`: the last freed one, or a new one at the end. Returns its index.
+template <typename T>
+uint32_t take_slot(std::vector<T>& pool, std::vector<uint32_t>& free) {
+  if (free.empty()) {
+    pool.emplace_back();
+    return static_cast<uint32_t>(pool.size() - 1);
+  }
+  const uint32_t slot = free.back();
+  free.pop_back();
+  return slot;
+}
+}  // namespace
+
 FlowMemoryModel::FlowMemoryModel(const config::ArchConfig& arch, uint32_t cores,
                                  size_t max_transfers)
     : MemoryModel(arch, cores, max_transfers),
@@ -199,13 +213,7 @@ void FlowMemoryModel::on_ready(uint32_t id, Picoseconds now) {
     const uint32_t first = i * plan.partitions_per_engine;
     if (first >= plan.partitions) break;
     const uint32_t count = std::min(plan.partitions_per_engine, plan.partitions - first);
-    uint32_t fid = static_cast<uint32_t>(flows_.size());
-    if (free_flows_.empty()) {
-      flows_.emplace_back();
-    } else {
-      fid = free_flows_.back();
-      free_flows_.pop_back();
-    }
+    const uint32_t fid = take_slot(flows_, free_flows_);
     Flow& flow = flows_[fid];
     flow.transfer = id;
     flow.engine = t.core * arch_.dma_engines + (plan.first_engine + i) % arch_.dma_engines;
@@ -297,13 +305,7 @@ void FlowMemoryModel::on_ready(uint32_t id, Picoseconds now) {
 }
 
 uint32_t FlowMemoryModel::new_spread() {
-  uint32_t s = static_cast<uint32_t>(spreads_.size());
-  if (free_spreads_.empty()) {
-    spreads_.emplace_back();
-  } else {
-    s = free_spreads_.back();
-    free_spreads_.pop_back();
-  }
+  const uint32_t s = take_slot(spreads_, free_spreads_);
   spreads_[s].terms.clear();
   spreads_[s].users = 1;
   return s;
