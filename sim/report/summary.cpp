@@ -111,6 +111,21 @@ json memory_model_json(const RunReport& r) {
   }
   return j;
 }
+
+// The end of the summary's HBM line: the row-buffer hit rate, or what the flow model leaves out.
+std::string hbm_line_end(const RunReport& r) {
+  if (!r.result.flow_memory_model) {
+    return fmt::format("row-buffer hit rate {:.1f}%", 100.0 * r.result.hbm.row_hit_rate());
+  }
+  std::string end = "flow memory model (dma_flow_model): row buffers not modelled";
+  if (flow_window_unchecked(r)) {
+    end += fmt::format(
+        "; with dma_engine_outstanding_chunks={} it is optimistic at HBM saturation (stats.json "
+        "memory_model.caveat)",
+        r.arch.dma_engine_outstanding_chunks);
+  }
+  return end;
+}
 }  // namespace
 
 namespace {
@@ -361,20 +376,11 @@ std::string summary_text(const RunReport& r) {
       "(DMA engines {:.0f}, HBM {:.0f} GB/s)\n",
       bytes_text(s.dma_bytes()), bytes_text(s.transfers() ? s.dma_bytes() / s.transfers() : 0),
       mf.dma_achieved, mf.percent_of_limit(), mf.limit, mf.dma_peak, mf.hbm_peak);
-  const models::HbmCounters& hc = r.result.hbm;
   out += fmt::format(
       "HBM read {}, written {}, {:.0f} GB/s = MBU {:.1f}% of {} stack{} {:.0f} GB/s; {}\n",
       bytes_text(s.traffic(isa::Memory::hbm).read), bytes_text(s.traffic(isa::Memory::hbm).written),
       mf.hbm_achieved, mf.percent_of_hbm_peak(), r.result.hbm_stacks,
-      r.result.hbm_stacks == 1 ? "'s" : "s'", mf.hbm_peak,
-      !r.result.flow_memory_model
-          ? fmt::format("row-buffer hit rate {:.1f}%", 100.0 * hc.row_hit_rate())
-      : flow_window_unchecked(r)
-          ? fmt::format("flow memory model (dma_flow_model): row buffers not modelled; with "
-                        "dma_engine_outstanding_chunks={} it is optimistic at HBM saturation "
-                        "(stats.json memory_model.caveat)",
-                        r.arch.dma_engine_outstanding_chunks)
-          : std::string("flow memory model (dma_flow_model): row buffers not modelled"));
+      r.result.hbm_stacks == 1 ? "'s" : "s'", mf.hbm_peak, hbm_line_end(r));
   // The queues, at most four lines; stats.json has all of them.
   size_t shown = 0, total_queues = 0;
   for (uint32_t c = 0; c < s.cores(); ++c) {
