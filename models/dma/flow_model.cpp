@@ -66,6 +66,21 @@ FlowMemoryModel::FlowMemoryModel(const config::ArchConfig& arch, uint32_t cores,
   for (size_t c = 0; c < channels; ++c) cap_[2 * engines + c] = channel;
 }
 
+double FlowMemoryModel::window_coverage(const config::ArchConfig& arch) {
+  const double peak = arch.hbm.stack_bytes_per_ns;
+  const uint32_t channels = std::max(1u, arch.hbm.pseudo_channels);
+  if (peak <= 0) return std::numeric_limits<double>::infinity();
+  // As the constructor's read_round_trip_: the path, CL, one interleave unit at one
+  // pseudo-channel's share of the peak.
+  const double round_trip_ns = arch.hbm_latency_ns + arch.hbm.t_cl +
+                               static_cast<double>(arch.hbm.interleave_bytes) / (peak / channels);
+  const double engines =
+      static_cast<double>(arch.dma_engines) * std::max(1u, arch.hbm.cores_per_stack);
+  const double window = static_cast<double>(std::max(1u, arch.dma_engine_outstanding_chunks)) *
+                        std::max(1u, arch.dma_chunk_bytes);
+  return engines * window / round_trip_ns / peak;
+}
+
 void FlowMemoryModel::schedule(Picoseconds t, EventKind kind, uint32_t id) {
   events_.push(t, kind, id);
 }

@@ -93,6 +93,15 @@ class FlowMemoryModel final : public MemoryModel {
   // Read and written bytes and data-bus busy time; the row-buffer counters stay zero.
   const HbmCounters& hbm_counters() const override { return counters_; }
 
+  // How many times over the DMA engines that share an HBM stack could keep its peak busy with
+  // their outstanding windows (dma_engine_outstanding_chunks x dma_chunk_bytes each) at a
+  // chunk's unloaded read round trip, the one the window term uses: engines x window / round
+  // trip / stack peak (3.4 on trn1). The detailed engines' round trips are longer (queueing at
+  // the pseudo-channels, refresh), which this model leaves out, so the lower this is, the more
+  // optimistic it is where the window limits the DMA (docs/validation.md 6.2, "The window
+  // away from its default").
+  static double window_coverage(const config::ArchConfig& arch);
+
  private:
   void on_submit(uint32_t id, Picoseconds ready) override;
   static constexpr uint32_t kNone = UINT32_MAX;
