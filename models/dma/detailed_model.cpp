@@ -73,14 +73,8 @@ void DetailedMemoryModel::on_ready(uint32_t id, Picoseconds now) {
     part.first_partition = first;
     part.next_descriptor = first * plan.runs_per_partition;
     part.end_descriptor = (first + count) * plan.runs_per_partition;
-    auto pid = static_cast<uint32_t>(parts_.size());
-    if (free_parts_.empty()) {
-      parts_.push_back(part);
-    } else {
-      pid = free_parts_.back();
-      free_parts_.pop_back();
-      parts_[pid] = part;
-    }
+    const uint32_t pid = take_slot(parts_, free_parts_);
+    parts_[pid] = part;
     const uint32_t engine =
         t.core * arch_.dma_engines + (plan.first_engine + i) % arch_.dma_engines;
     IndexList& q = engines_[engine].queues[queue];

@@ -6,20 +6,6 @@
 
 namespace trnsim::models {
 
-namespace {
-// A slot of `pool`: the last freed one, or a new one at the end. Returns its index.
-template <typename T>
-uint32_t take_slot(std::vector<T>& pool, std::vector<uint32_t>& free) {
-  if (free.empty()) {
-    pool.emplace_back();
-    return static_cast<uint32_t>(pool.size() - 1);
-  }
-  const uint32_t slot = free.back();
-  free.pop_back();
-  return slot;
-}
-}  // namespace
-
 FlowMemoryModel::FlowMemoryModel(const config::ArchConfig& arch, uint32_t cores,
                                  size_t max_transfers)
     : MemoryModel(arch, cores, max_transfers),

@@ -19,11 +19,7 @@ TransferBook::TransferBook(const config::ArchConfig& arch, uint32_t cores, size_
 
 uint32_t TransferBook::add(uint32_t core, const isa::Instruction& dma, const DmaPlan& plan,
                            uint32_t index, Picoseconds issued) {
-  uint32_t id = static_cast<uint32_t>(transfers_.size());
-  if (!free_transfers_.empty()) {
-    id = free_transfers_.back();
-    free_transfers_.pop_back();
-  }
+  const uint32_t id = take_slot(transfers_, free_transfers_);
   ++submitted_;
   DmaTransfer t;
   t.instruction = &dma;
@@ -32,11 +28,7 @@ uint32_t TransferBook::add(uint32_t core, const isa::Instruction& dma, const Dma
   t.queue = dma.dma_queue;
   t.index = index;
   t.issued = issued;
-  if (id == transfers_.size()) {
-    transfers_.push_back(t);
-  } else {
-    transfers_[id] = t;
-  }
+  transfers_[id] = t;
   IndexList& q = order(core, dma.dma_queue);
   // earliest_issued() takes a queue's oldest transfer as its earliest triggered.
   assert(q.tail == kNone || transfers_[q.tail].issued <= issued);

@@ -22,6 +22,19 @@ struct IndexList {
   uint32_t tail = UINT32_MAX;
 };
 
+// A slot of `pool` for reuse: the last one freed (taken off `free`), or a new, default-made
+// one at the end. Returns its index. (Transfers, engine parts and flows are kept this way.)
+template <typename Pool>
+uint32_t take_slot(Pool& pool, std::vector<uint32_t>& free) {
+  if (free.empty()) {
+    pool.emplace_back();
+    return static_cast<uint32_t>(pool.size() - 1);
+  }
+  const uint32_t slot = free.back();
+  free.pop_back();
+  return slot;
+}
+
 struct DmaTransfer {
   const isa::Instruction* instruction = nullptr;
   DmaPlan plan;  // a copy: the engine that triggers a transfer keeps no plan of its own
