@@ -14,8 +14,7 @@ FlowMemoryModel::FlowMemoryModel(const config::ArchConfig& arch, uint32_t cores,
       core_bytes_(arch.hbm_capacity_bytes),
       channel_bytes_(channels_, 0),
       stack_peak_(hbm_.stack_peak_bytes_per_ns() / 1000.0),
-      window_bytes_(static_cast<double>(std::max(1u, arch.dma_engine_outstanding_chunks)) *
-                    std::max(1u, arch.dma_chunk_bytes)),
+      window_bytes_(window_bytes(arch)),
       read_tail_(from_ns(arch.hbm_latency_ns + arch.hbm.t_cl)),
       write_tail_(from_ns(arch.hbm_latency_ns + arch.hbm.t_cwl)) {
   run_units_.assign(channels_, 0);
@@ -25,9 +24,8 @@ FlowMemoryModel::FlowMemoryModel(const config::ArchConfig& arch, uint32_t cores,
   // The detailed model spaces column accesses of one bank group by tCCD_L (one burst when 0).
   const double burst_ps = static_cast<double>(arch.hbm.burst_bytes) * bus_ps_per_byte_;
   same_group_factor_ = burst_ps > 0 ? std::max(1.0, arch.hbm.t_ccd_l * 1000.0 / burst_ps) : 1.0;
-  const double unit_ps = static_cast<double>(arch.hbm.interleave_bytes) * bus_ps_per_byte_;
-  read_round_trip_ = static_cast<double>(read_tail_.value) + unit_ps;
-  write_round_trip_ = static_cast<double>(write_tail_.value) + unit_ps;
+  read_round_trip_ = round_trip_ps(arch, stack_peak_, false);
+  write_round_trip_ = round_trip_ps(arch, stack_peak_, true);
 
   const size_t engines = static_cast<size_t>(cores_) * arch.dma_engines;
   engines_.resize(engines);
@@ -52,19 +50,27 @@ FlowMemoryModel::FlowMemoryModel(const config::ArchConfig& arch, uint32_t cores,
   for (size_t c = 0; c < channels; ++c) cap_[2 * engines + c] = channel;
 }
 
+double FlowMemoryModel::window_bytes(const config::ArchConfig& arch) {
+  return static_cast<double>(std::max(1u, arch.dma_engine_outstanding_chunks)) *
+         std::max(1u, arch.dma_chunk_bytes);
+}
+
+double FlowMemoryModel::round_trip_ps(const config::ArchConfig& arch, double stack_peak,
+                                      bool write) {
+  const double channel = stack_peak / std::max(1u, arch.hbm.pseudo_channels);
+  const double bus_ps_per_byte = channel > 0 ? 1.0 / channel : 0.0;
+  const Picoseconds tail = from_ns(arch.hbm_latency_ns + (write ? arch.hbm.t_cwl : arch.hbm.t_cl));
+  return static_cast<double>(tail.value) +
+         static_cast<double>(arch.hbm.interleave_bytes) * bus_ps_per_byte;
+}
+
 double FlowMemoryModel::window_coverage(const config::ArchConfig& arch) {
-  const double peak = arch.hbm.stack_bytes_per_ns;
-  const uint32_t channels = std::max(1u, arch.hbm.pseudo_channels);
-  if (peak <= 0) return std::numeric_limits<double>::infinity();
-  // As the constructor's read_round_trip_: the path, CL, one interleave unit at one
-  // pseudo-channel's share of the peak.
-  const double round_trip_ns = arch.hbm_latency_ns + arch.hbm.t_cl +
-                               static_cast<double>(arch.hbm.interleave_bytes) / (peak / channels);
+  // The model's own figures: the stack peak (bytes per ps) and the read round trip (ps).
+  const double peak = HbmModel::peak_bytes_per_ns(arch) / 1000.0;
+  if (!(peak > 0)) return std::numeric_limits<double>::infinity();
   const double engines =
       static_cast<double>(arch.dma_engines) * std::max(1u, arch.hbm.cores_per_stack);
-  const double window = static_cast<double>(std::max(1u, arch.dma_engine_outstanding_chunks)) *
-                        std::max(1u, arch.dma_chunk_bytes);
-  return engines * window / round_trip_ns / peak;
+  return engines * window_bytes(arch) / round_trip_ps(arch, peak, false) / peak;
 }
 
 void FlowMemoryModel::schedule(Picoseconds t, EventKind kind, uint32_t id) {

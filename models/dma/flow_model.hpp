@@ -103,6 +103,13 @@ class FlowMemoryModel final : public MemoryModel {
   static double window_coverage(const config::ArchConfig& arch);
 
  private:
+  // An engine's outstanding window, bytes: chunks x chunk bytes.
+  static double window_bytes(const config::ArchConfig& arch);
+  // A chunk's unloaded round trip through HBM, ps: the path and CL (CWL for a write), in whole
+  // ps as a transfer's tail, plus one interleave unit at one pseudo-channel's share of
+  // `stack_peak` (bytes per ps), the time of a chunk whose pieces go to different
+  // pseudo-channels in parallel.
+  static double round_trip_ps(const config::ArchConfig& arch, double stack_peak, bool write);
   void on_submit(uint32_t id, Picoseconds ready) override;
   static constexpr uint32_t kNone = UINT32_MAX;
   enum class EventKind : uint8_t { transfer_ready, transfer_done };

@@ -32,8 +32,7 @@ HbmModel::HbmModel(const config::ArchConfig& arch, uint32_t stacks)
       t_rtw_(ns(hbm_.t_rtw)),
       t_refi_(ns(hbm_.t_refi)),
       t_rfc_(ns(hbm_.t_rfc)),
-      peak_per_stack_(static_cast<double>(hbm_.burst_bytes) * hbm_.pseudo_channels /
-                      t_burst_.ns()) {
+      peak_per_stack_(peak_bytes_per_ns(arch)) {
   if (t_refi_.value > 0) refi_reciprocal_ = UINT64_MAX / static_cast<uint64_t>(t_refi_.value);
   div_.interleave = Divisor(hbm_.interleave_bytes);
   div_.channels = Divisor(hbm_.pseudo_channels);

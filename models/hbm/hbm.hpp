@@ -100,6 +100,11 @@ class HbmModel {
   uint32_t channels() const { return static_cast<uint32_t>(channels_.size()); }
   // Peak of one stack in bytes per ns (all pseudo-channels streaming bursts back to back).
   double stack_peak_bytes_per_ns() const { return peak_per_stack_; }
+  // The same for `arch`, without building a model: bursts of whole picoseconds.
+  static double peak_bytes_per_ns(const config::ArchConfig& arch) {
+    return static_cast<double>(arch.hbm.burst_bytes) * arch.hbm.pseudo_channels /
+           from_ns(arch.hbm.burst_ns()).ns();
+  }
   uint32_t stacks() const { return stacks_; }
   size_t queued(uint32_t channel) const { return channels_[channel].queue.size(); }
 

@@ -26,8 +26,8 @@ KNOWN = {
     "attention 1x512x128 trn1": 0.07,
     "softmax 8192x16384 trn1": 0.07,
 }
-# sim/report/summary.cpp (kCheckedPresets) names the same presets: a flow run whose DMA windows
-# cover the HBM peak fewer times than on its preset is outside this matrix, and says so.
+# Every preset (config::preset_name_list()): sim/report/summary.cpp takes a flow run whose DMA
+# windows cover the HBM peak fewer times than on its preset as outside this matrix, and says so.
 PRESETS = ["trn1", "trn2", "trn3"]
 # Three shapes per kernel: small (a few tiles), the example's, and a larger one. The row kernels,
 # bound by DMA and HBM, have a fourth, [8192, 16384] (256 MiB in and out), where the flow model's
